@@ -1,0 +1,94 @@
+//! A provider that attacks its host, for the sandbox tests.
+//!
+//! `ensure-load-balancer` reads the attack from the Service's annotation
+//! `hostile/attack` and its argument from `hostile/arg`; without an attack
+//! it succeeds, so a test can check that the host recovers. What an attack
+//! observed comes back as the status's host name.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use wasm_ccm_sdk::http::Request;
+use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
+use wasm_ccm_sdk::{Error, LoadBalancer, Provider};
+
+/// The hostile provider.
+pub struct Hostile;
+
+impl Provider for Hostile {
+    const NAME: &'static str = "hostile";
+
+    fn new(config: &[u8], _cluster_name: &str) -> Result<Self, Error> {
+        if config == b"trap-on-initialize" {
+            panic!("initialize refuses to start");
+        }
+        Ok(Hostile)
+    }
+
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+}
+
+fn annotation<'a>(service: &'a Service, key: &str) -> &'a str {
+    service.annotations.iter().find(|kv| kv.key == key).map_or("", |kv| kv.value.as_str())
+}
+
+fn observed(what: String) -> LoadBalancerStatus {
+    LoadBalancerStatus {
+        ingress: vec![LoadBalancerIngress { ip: None, hostname: Some(what), ip_mode: None, ports: Vec::new() }],
+    }
+}
+
+fn spin() -> ! {
+    let mut counter = 0u64;
+    loop {
+        counter = black_box(counter.wrapping_add(1));
+    }
+}
+
+fn grow(mebibytes: usize) -> usize {
+    let mut chunks = Vec::new();
+    for _ in 0..mebibytes {
+        let chunk = vec![1u8; 1 << 20];
+        chunks.push(black_box(chunk));
+    }
+    chunks.len()
+}
+
+impl LoadBalancer for Hostile {
+    fn ensure_load_balancer(&self, _cluster: &str, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, Error> {
+        let arg = annotation(service, "hostile/arg");
+        match annotation(service, "hostile/attack") {
+            "" => Ok(observed(format!("ok with {} nodes", nodes.len()))),
+            "spin" => spin(),
+            "sleep" => {
+                std::thread::sleep(Duration::from_secs(3600));
+                Ok(observed("slept".into()))
+            }
+            "grow" => Ok(observed(format!("grew {} MiB", grow(arg.parse().unwrap_or(1024))))),
+            "panic" => panic!("{arg}"),
+            "http" => {
+                let response = Request::get(arg).send()?;
+                Ok(observed(format!("status {} body {}", response.status(), response.text())))
+            }
+            "credential" => {
+                let value = wasm_ccm_sdk::credentials::get_string(arg)?;
+                Ok(observed(format!("credential {value}")))
+            }
+            "file" => match std::fs::read(arg) {
+                Ok(bytes) => Ok(observed(format!("read {} bytes", bytes.len()))),
+                Err(err) => Err(Error::other(format_args!("file: {err}"))),
+            },
+            "env" => Ok(observed(format!("{} variables, {} arguments", std::env::vars_os().count(), std::env::args_os().count()))),
+            "stdout" => {
+                println!("{arg}");
+                eprintln!("{arg} on stderr");
+                Ok(observed("printed".into()))
+            }
+            other => Err(Error::other(format_args!("unknown attack {other:?}"))),
+        }
+    }
+}
+
+wasm_ccm_sdk::export_provider!(Hostile);

@@ -1,0 +1,23 @@
+//! A component of another world, which the host must refuse to load.
+
+#![allow(missing_docs, unsafe_code)]
+
+wit_bindgen::generate!({
+    inline: "
+        package test:other-world;
+
+        world greeter {
+            export greet: func(name: string) -> string;
+        }
+    ",
+});
+
+struct Greeter;
+
+impl Guest for Greeter {
+    fn greet(name: String) -> String {
+        format!("hello, {name}")
+    }
+}
+
+export!(Greeter);
