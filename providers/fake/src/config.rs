@@ -115,7 +115,7 @@ pub struct Fault {
 
 /// The error a fault returns.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "kebab-case", rename_all_fields = "camelCase", deny_unknown_fields)]
 pub enum FaultError {
     Other { message: String },
     Retry { delay_ms: u64, message: String },

@@ -1,1 +1,34 @@
+//! Loads wasm-ccm cloud providers, WebAssembly components of the
+//! `wasm-ccm:provider` world, and runs them in a sandbox.
+//!
+//! Build an [`Engine`] once, [`LoadedProvider::load`] a provider from a
+//! [`ProviderSpec`], and call it through a [`ProviderHandle`], which takes
+//! and returns Kubernetes objects and can swap in another provider while it
+//! serves.
+//!
+//! Every call gets a fresh instance with a deadline that also bounds host
+//! calls, a memory limit, and only the imports the contract grants: HTTP to
+//! the hosts of its allow-list, its own credentials, logging, clocks and
+//! randomness.
 
+mod bindings;
+pub mod component;
+mod convert;
+pub mod credentials;
+pub mod engine;
+pub mod error;
+mod handle;
+pub mod http;
+pub mod limits;
+mod log;
+mod provider;
+pub mod types;
+mod wasi;
+
+pub use credentials::Credentials;
+pub use engine::{Allocation, Engine, EngineSettings};
+pub use error::{LoadError, ProviderError};
+pub use handle::ProviderHandle;
+pub use http::allowlist::AllowList;
+pub use limits::Limits;
+pub use provider::{LoadedProvider, ProviderSpec};

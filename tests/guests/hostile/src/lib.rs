@@ -72,6 +72,10 @@ impl LoadBalancer for Hostile {
                 let response = Request::get(arg).send()?;
                 Ok(observed(format!("status {} body {}", response.status(), response.text())))
             }
+            "http-auth" => {
+                let response = Request::get(arg).bearer("token").send()?;
+                Ok(observed(format!("status {} body {}", response.status(), response.text())))
+            }
             "credential" => {
                 let value = wasm_ccm_sdk::credentials::get_string(arg)?;
                 Ok(observed(format!("credential {value}")))

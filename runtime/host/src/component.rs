@@ -1,0 +1,150 @@
+//! Compiling a provider component and checking that it is one: the binary
+//! is a component, it exports the whole world at this host's contract
+//! version, and it imports nothing the host does not provide.
+
+use wasmtime::component::Component;
+use wasmtime::component::types::{ComponentExtern, ComponentItem};
+
+use crate::engine::Engine;
+use crate::error::LoadError;
+
+/// The package and version of the contract this host speaks.
+pub const CONTRACT: &str = "wasm-ccm:provider@0.1.0";
+const PACKAGE: &str = "wasm-ccm:provider";
+const VERSION: &str = "0.1.0";
+
+/// The interfaces a provider exports, with their functions.
+const EXPORTS: &[(&str, &[&str])] = &[
+    ("provider", &["name", "initialize", "has-cluster-id", "supported-parts"]),
+    ("load-balancer", &["get", "get-name", "ensure", "update", "ensure-deleted"]),
+    ("instances-v2", &["exists", "shutdown", "metadata"]),
+    (
+        "instances",
+        &[
+            "node-addresses",
+            "node-addresses-by-provider-id",
+            "instance-id",
+            "instance-type",
+            "instance-type-by-provider-id",
+            "add-ssh-key-to-all-instances",
+            "current-node-name",
+            "instance-exists-by-provider-id",
+            "instance-shutdown-by-provider-id",
+        ],
+    ),
+    ("zones", &["get-zone", "get-zone-by-provider-id", "get-zone-by-node-name"]),
+    ("clusters", &["list-clusters", "master"]),
+    ("routes", &["list-routes", "create-route", "delete-route"]),
+];
+
+/// The contract's own interfaces a provider may import.
+const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log"];
+
+/// Tells a core module, a component and anything else apart by the header.
+fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
+    const MAGIC: &[u8] = b"\0asm";
+    match bytes.get(..8) {
+        Some(header) if header.starts_with(MAGIC) => match &header[4..] {
+            [1, 0, 0, 0] => Err(LoadError::CoreModule),
+            [_, _, 1, 0] => Ok(()),
+            _ => Err(LoadError::NotWasm("unknown WebAssembly version".into())),
+        },
+        _ => Err(LoadError::NotWasm(format!("{} bytes without the \\0asm header", bytes.len()))),
+    }
+}
+
+/// Compiles `bytes` and checks it is a provider of this contract.
+///
+/// # Errors
+/// When the bytes are not a component, do not compile, or do not export
+/// and import what a provider must.
+pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    check_header(bytes)?;
+    let component =
+        Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))?;
+    check_exports(engine, &component)?;
+    check_imports(engine, &component)?;
+    Ok(component)
+}
+
+/// Splits `package/interface@version` into its parts.
+fn split_name(name: &str) -> Option<(&str, &str, &str)> {
+    let (path, version) = name.split_once('@').unwrap_or((name, ""));
+    let (package, interface) = path.split_once('/')?;
+    Some((package, interface, version))
+}
+
+fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError> {
+    let ty = component.component_type();
+    let exports: Vec<(&str, ComponentExtern<'_>)> = ty.exports(engine.wasmtime()).collect();
+    let mut problems = Vec::new();
+    for (interface, functions) in EXPORTS {
+        let wanted = format!("{PACKAGE}/{interface}@{VERSION}");
+        let found = exports.iter().find(|(name, _)| *name == wanted);
+        let Some((_, item)) = found else {
+            let other_version = exports.iter().find_map(|(name, _)| {
+                split_name(name).filter(|(package, iface, _)| *package == PACKAGE && iface == interface)
+            });
+            problems.push(match other_version {
+                Some((_, _, version)) => format!("exports {PACKAGE}/{interface}@{version}, built against another contract version"),
+                None => format!("missing export {wanted}"),
+            });
+            continue;
+        };
+        let ComponentItem::ComponentInstance(instance) = &item.ty else {
+            problems.push(format!("export {wanted} is not an interface"));
+            continue;
+        };
+        let present: Vec<&str> = instance.exports(engine.wasmtime()).map(|(name, _)| name).collect();
+        for function in functions.iter().filter(|function| !present.contains(function)) {
+            problems.push(format!("missing function {function} in {wanted}"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(LoadError::WrongWorld { expected: CONTRACT, missing: problems.join("; ") })
+    }
+}
+
+fn check_imports(engine: &Engine, component: &Component) -> Result<(), LoadError> {
+    let ty = component.component_type();
+    let unsupported: Vec<String> = ty
+        .imports(engine.wasmtime())
+        .filter_map(|(name, _)| {
+            let (package, interface, version) = split_name(name)?;
+            let provided = if package == PACKAGE {
+                CONTRACT_IMPORTS.contains(&interface) && version == VERSION
+            } else {
+                crate::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
+            };
+            (!provided).then(|| name.to_owned())
+        })
+        .chain(ty.imports(engine.wasmtime()).filter(|(name, _)| split_name(name).is_none()).map(|(name, _)| name.to_owned()))
+        .collect();
+    if unsupported.is_empty() {
+        Ok(())
+    } else {
+        Err(LoadError::UnsupportedImports(unsupported.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tells_binaries_apart() {
+        assert!(matches!(check_header(b"garbage!"), Err(LoadError::NotWasm(_))));
+        assert!(matches!(check_header(b"\0as"), Err(LoadError::NotWasm(_))));
+        assert!(matches!(check_header(b"\0asm\x01\0\0\0"), Err(LoadError::CoreModule)));
+        assert!(check_header(b"\0asm\x0d\0\x01\0").is_ok());
+    }
+
+    #[test]
+    fn splits_interface_names() {
+        assert_eq!(split_name("wasi:io/poll@0.2.3"), Some(("wasi:io", "poll", "0.2.3")));
+        assert_eq!(split_name("wasm-ccm:provider/http@0.1.0"), Some(("wasm-ccm:provider", "http", "0.1.0")));
+        assert_eq!(split_name("plain"), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! The wasmtime engine every provider runs on, and the epoch ticker that
+//! enforces call deadlines.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::error::LoadError;
+
+/// How often the engine's epoch advances: the granularity of deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// How instances get their memories, tables and stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    /// Slots reserved once at start-up and reused, with copy-on-write
+    /// memory images: the fastest instantiation.
+    Pooling {
+        /// Component instances alive at once, across all providers.
+        instances: u32,
+    },
+    /// Memory mapped and unmapped per instance.
+    OnDemand,
+}
+
+/// Engine-wide settings, shared by every provider.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// How instances are allocated.
+    pub allocation: Allocation,
+    /// The largest memory limit any provider may be given, in bytes.
+    pub max_memory: u64,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings { allocation: Allocation::Pooling { instances: 1000 }, max_memory: 1 << 30 }
+    }
+}
+
+/// The engine and its epoch ticker; cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: wasmtime::Engine,
+    settings: EngineSettings,
+    stop: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(ticker) = self.ticker.take() {
+            let _ = ticker.join();
+        }
+    }
+}
+
+impl Engine {
+    /// Builds the engine and starts its epoch ticker.
+    ///
+    /// # Errors
+    /// When wasmtime rejects the configuration, for example when the pool
+    /// cannot reserve its address space.
+    pub fn new(settings: EngineSettings) -> Result<Self, LoadError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if let Allocation::Pooling { instances } = settings.allocation {
+            let mut pool = PoolingAllocationConfig::default();
+            // A Rust component built for wasm32-wasip2 has a handful of core
+            // instances (the program, the WASI adapter, shims) and at most a
+            // couple of memories and tables.
+            pool.total_component_instances(instances)
+                .total_core_instances(instances.saturating_mul(8))
+                .total_memories(instances.saturating_mul(2))
+                .total_tables(instances.saturating_mul(4))
+                .total_stacks(instances)
+                .max_core_instances_per_component(16)
+                .max_memories_per_component(4)
+                .max_tables_per_component(8)
+                .max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX));
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        }
+        let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let engine = engine.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("wasm-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(EPOCH_TICK);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
+        };
+        Ok(Engine { inner: Arc::new(Inner { engine, settings, stop, ticker: Some(ticker) }) })
+    }
+
+    /// The wasmtime engine.
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.engine
+    }
+
+    /// The settings the engine was built with.
+    pub fn settings(&self) -> &EngineSettings {
+        &self.inner.settings
+    }
+}

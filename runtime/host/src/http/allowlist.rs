@@ -1,0 +1,445 @@
+//! Where a provider may send HTTP requests.
+//!
+//! An allow-list is a set of entries of the form `scheme://host[:ports]`:
+//!
+//! - `scheme` is `http`, `https` or `*`;
+//! - `host` is a DNS name (`ec2.us-east-1.amazonaws.com`), a wildcard
+//!   (`*.amazonaws.com` for any name below `amazonaws.com`, `*` for any host),
+//!   an IP address (`10.0.0.5`, `[fd00::5]`) or a network (`10.0.0.0/8`,
+//!   `[fd00::]/8`);
+//! - `ports` is a port (`8443`), a range (`8000-8999`) or `*`; without it,
+//!   the scheme's default port (443 for `https`, 80 for `http`).
+//!
+//! Beyond the URL, every address the host connects to is checked: loopback,
+//! link-local (the cloud metadata address 169.254.169.254 among them),
+//! private, shared, multicast and unspecified addresses are refused unless an
+//! IP or network entry covers them, whether the URL names them or a DNS name
+//! resolves to them.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+use std::str::FromStr;
+
+use ipnet::IpNet;
+use url::{Host, Url};
+
+/// Why an entry does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid allow-list entry {entry:?}: {reason}")]
+pub struct ParseError {
+    entry: String,
+    reason: &'static str,
+}
+
+/// Which schemes an entry allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+    Any,
+}
+
+/// Which hosts an entry allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    /// Any host.
+    Any,
+    /// Exactly this DNS name, lower case.
+    Name(String),
+    /// Any name below this suffix (stored with its leading dot).
+    Suffix(String),
+    /// An address or a network.
+    Network(IpNet),
+}
+
+/// Which ports an entry allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ports {
+    /// The default port of the request's scheme.
+    Default,
+    Range(u16, u16),
+    Any,
+}
+
+/// One entry of an allow-list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    text: String,
+    scheme: Scheme,
+    host: HostPattern,
+    ports: Ports,
+}
+
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl FromStr for Entry {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, ParseError> {
+        let fail = |reason| ParseError { entry: text.to_owned(), reason };
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| fail("expected scheme://host[:port]"))?;
+        let scheme = match scheme {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            "*" => Scheme::Any,
+            _ => return Err(fail("the scheme must be http, https or *")),
+        };
+        if rest.contains(['?', '#', '@']) {
+            return Err(fail("an entry names a host and ports, not a query or user"));
+        }
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (host, ports) = split_ports(rest).map_err(fail)?;
+        let ports = match ports {
+            None => Ports::Default,
+            Some("*") => Ports::Any,
+            Some(spec) => parse_ports(spec).ok_or_else(|| fail("a port is a number, a range like 8000-8999, or *"))?,
+        };
+        let host = parse_host(host).map_err(fail)?;
+        Ok(Entry { text: text.to_owned(), scheme, host, ports })
+    }
+}
+
+/// Splits `host[:ports]`, minding IPv6 brackets and network prefixes
+/// (`[fd00::]/8:443`).
+fn split_ports(rest: &str) -> Result<(&str, Option<&str>), &'static str> {
+    let host_end = if rest.starts_with('[') {
+        let close = rest.find(']').ok_or("unclosed [ in an IPv6 host")? + 1;
+        let prefix = rest[close..]
+            .strip_prefix('/')
+            .map_or(0, |prefix| 1 + prefix.find(|c: char| !c.is_ascii_digit()).unwrap_or(prefix.len()));
+        close + prefix
+    } else {
+        rest.rfind(':').unwrap_or(rest.len())
+    };
+    let (host, after) = rest.split_at(host_end);
+    match after {
+        "" => Ok((host, None)),
+        _ => after.strip_prefix(':').map(|ports| (host, Some(ports))).ok_or("unexpected text after the host"),
+    }
+}
+
+fn parse_ports(spec: &str) -> Option<Ports> {
+    match spec.split_once('-') {
+        Some((low, high)) => {
+            let (low, high) = (low.parse().ok()?, high.parse().ok()?);
+            (low <= high).then_some(Ports::Range(low, high))
+        }
+        None => spec.parse().ok().map(|port| Ports::Range(port, port)),
+    }
+}
+
+fn parse_host(host: &str) -> Result<HostPattern, &'static str> {
+    if host == "*" {
+        return Ok(HostPattern::Any);
+    }
+    if let Some(suffix) = host.strip_prefix("*.") {
+        if suffix.is_empty() || suffix.contains('*') {
+            return Err("a wildcard host is *.<domain>");
+        }
+        return Ok(HostPattern::Suffix(format!(".{}", suffix.to_ascii_lowercase())));
+    }
+    let unbracketed = host.replacen('[', "", 1).replacen(']', "", 1);
+    if let Ok(network) = unbracketed.parse::<IpNet>() {
+        return Ok(HostPattern::Network(network.trunc()));
+    }
+    if let Ok(address) = unbracketed.parse::<IpAddr>() {
+        return Ok(HostPattern::Network(IpNet::from(address)));
+    }
+    if host.contains('/') {
+        return Err("an entry names a host and ports, not a path");
+    }
+    if host.is_empty() || host.contains(['*', '[', ']']) {
+        return Err("the host must be a name, *.<domain>, *, an IP address or a network");
+    }
+    Ok(HostPattern::Name(host.trim_end_matches('.').to_ascii_lowercase()))
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denied {
+    /// No entry allows the URL.
+    #[error("{0} is not on the provider's allow-list")]
+    NotAllowed(String),
+    /// The URL is not one the host sends requests to.
+    #[error("{0}")]
+    BadUrl(String),
+    /// The address is in a blocked range and no entry allows it.
+    #[error("{address} ({host}) is a {range} address, which needs an IP or network entry on the allow-list")]
+    BlockedAddress {
+        /// The host name or IP the request named.
+        host: String,
+        /// The address it resolved to.
+        address: IpAddr,
+        /// What kind of address it is.
+        range: &'static str,
+    },
+}
+
+/// A provider's allow-list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowList {
+    entries: Vec<Entry>,
+}
+
+impl AllowList {
+    /// An allow-list of `entries`.
+    ///
+    /// # Errors
+    /// On the first entry that does not parse.
+    pub fn parse<I, S>(entries: I) -> Result<Self, ParseError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let entries = entries.into_iter().map(|entry| entry.as_ref().trim().parse()).collect::<Result<_, _>>()?;
+        Ok(AllowList { entries })
+    }
+
+    /// The entries.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Checks a URL's scheme, host and port; addresses are checked when
+    /// connecting, see [`AllowList::check_address`].
+    ///
+    /// # Errors
+    /// When no entry allows the URL.
+    pub fn check_url(&self, url: &Url) -> Result<(), Denied> {
+        let scheme = match url.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            other => return Err(Denied::BadUrl(format!("the scheme {other:?} is not http or https"))),
+        };
+        let host = url.host().ok_or_else(|| Denied::BadUrl(format!("{url} has no host")))?;
+        let port = url.port_or_known_default().ok_or_else(|| Denied::BadUrl(format!("{url} has no port")))?;
+        let default_port = if scheme == Scheme::Https { 443 } else { 80 };
+        let allowed = self.entries.iter().any(|entry| {
+            let scheme_ok = entry.scheme == Scheme::Any || entry.scheme == scheme;
+            let port_ok = match entry.ports {
+                Ports::Default => port == default_port,
+                Ports::Range(low, high) => (low..=high).contains(&port),
+                Ports::Any => true,
+            };
+            scheme_ok && port_ok && host_matches(&entry.host, &host)
+        });
+        if !allowed {
+            return Err(Denied::NotAllowed(format!("{}://{}", url.scheme(), host_port(&host, port))));
+        }
+        if let Some(address) = literal_address(&host) {
+            self.check_address(&host.to_string(), address)?;
+        }
+        Ok(())
+    }
+
+    /// Checks an address the host is about to connect to for `host`.
+    ///
+    /// # Errors
+    /// When the address is in a blocked range that no IP or network entry
+    /// covers.
+    pub fn check_address(&self, host: &str, address: IpAddr) -> Result<(), Denied> {
+        let address = canonical(address);
+        let Some(range) = blocked_range(address) else {
+            return Ok(());
+        };
+        let covered = self
+            .entries
+            .iter()
+            .any(|entry| matches!(&entry.host, HostPattern::Network(network) if network.contains(&address)));
+        if covered {
+            Ok(())
+        } else {
+            Err(Denied::BlockedAddress { host: host.to_owned(), address, range })
+        }
+    }
+}
+
+fn host_port(host: &Host<&str>, port: u16) -> String {
+    format!("{host}:{port}")
+}
+
+fn literal_address(host: &Host<&str>) -> Option<IpAddr> {
+    match host {
+        Host::Ipv4(address) => Some(IpAddr::V4(*address)),
+        Host::Ipv6(address) => Some(IpAddr::V6(*address)),
+        Host::Domain(_) => None,
+    }
+}
+
+fn host_matches(pattern: &HostPattern, host: &Host<&str>) -> bool {
+    match (pattern, host) {
+        (HostPattern::Any, _) => true,
+        (HostPattern::Name(name), Host::Domain(domain)) => domain.trim_end_matches('.').eq_ignore_ascii_case(name),
+        (HostPattern::Suffix(suffix), Host::Domain(domain)) => {
+            let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+            domain.len() > suffix.len() && domain.ends_with(suffix.as_str())
+        }
+        (HostPattern::Network(network), host) => {
+            literal_address(host).is_some_and(|address| network.contains(&canonical(address)))
+        }
+        _ => false,
+    }
+}
+
+/// An IPv4 address embedded in IPv6 (mapped, compatible, NAT64) as IPv4, so
+/// that it cannot slip past the IPv4 checks.
+fn canonical(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return IpAddr::V4(v4);
+            }
+            let segments = v6.segments();
+            let embedded = Ipv4Addr::from(u128::from(v6) as u32);
+            let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+            let compatible = segments[..6] == [0; 6] && u32::from(embedded) > 1;
+            if nat64 || compatible { IpAddr::V4(embedded) } else { address }
+        }
+        IpAddr::V4(_) => address,
+    }
+}
+
+/// The kind of special-purpose range `address` is in, if any.
+fn blocked_range(address: IpAddr) -> Option<&'static str> {
+    match address {
+        IpAddr::V4(v4) => {
+            let octets = v4.octets();
+            if v4.is_loopback() {
+                Some("loopback")
+            } else if v4.is_link_local() {
+                Some("link-local")
+            } else if v4.is_private() {
+                Some("private")
+            } else if octets[0] == 100 && (octets[1] & 0xc0) == 64 {
+                Some("shared (carrier-grade NAT)")
+            } else if octets[0] == 0 {
+                Some("unspecified")
+            } else if v4.is_multicast() || v4.is_broadcast() || octets[0] >= 240 {
+                Some("multicast or reserved")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                Some("loopback")
+            } else if v6.is_unspecified() {
+                Some("unspecified")
+            } else if (first & 0xffc0) == 0xfe80 || (first & 0xffc0) == 0xfec0 {
+                Some("link-local")
+            } else if (first & 0xfe00) == 0xfc00 {
+                Some("private")
+            } else if v6.is_multicast() {
+                Some("multicast or reserved")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(entries: &[&str]) -> AllowList {
+        AllowList::parse(entries).unwrap()
+    }
+
+    fn check(list: &AllowList, url: &str) -> Result<(), Denied> {
+        list.check_url(&Url::parse(url).unwrap())
+    }
+
+    #[test]
+    fn parses_the_grammar() {
+        for entry in [
+            "https://ec2.us-east-1.amazonaws.com",
+            "https://*.amazonaws.com",
+            "*://*:*",
+            "http://127.0.0.1:8080",
+            "http://10.0.0.0/8:80-90",
+            "https://[fd00::1]:8443",
+            "https://[fd00::]/8:*",
+            "http://example.com:*",
+        ] {
+            assert!(entry.parse::<Entry>().is_ok(), "{entry}");
+        }
+        for entry in [
+            "example.com",
+            "ftp://example.com",
+            "https://example.com/path",
+            "https://example.com:99999",
+            "https://example.com:90-80",
+            "https://*example.com",
+            "https://a.*.com",
+            "https://user@example.com",
+            "https://[fd00::1",
+            "https://",
+        ] {
+            assert!(entry.parse::<Entry>().is_err(), "{entry}");
+        }
+    }
+
+    #[test]
+    fn matches_scheme_host_and_port() {
+        let list = list(&["https://api.example.com", "http://*.internal.example:8000-8999", "https://[2001:db8::1]:8443"]);
+        assert!(check(&list, "https://api.example.com/v1").is_ok());
+        assert!(check(&list, "https://API.Example.com.:443/").is_ok());
+        assert!(check(&list, "http://api.example.com/").is_err(), "scheme");
+        assert!(check(&list, "https://api.example.com:8443/").is_err(), "port");
+        assert!(check(&list, "https://evil.com/?https://api.example.com").is_err());
+        assert!(check(&list, "http://a.internal.example:8080/").is_ok());
+        assert!(check(&list, "http://internal.example:8080/").is_err(), "the suffix itself");
+        assert!(check(&list, "http://a.internal.example:9000/").is_err());
+        assert!(check(&list, "https://[2001:db8::1]:8443/").is_ok());
+    }
+
+    #[test]
+    fn names_never_match_ip_literals() {
+        let list = list(&["https://api.example.com"]);
+        assert!(matches!(check(&list, "https://203.0.113.7/"), Err(Denied::NotAllowed(_))));
+    }
+
+    #[test]
+    fn wildcard_host_still_blocks_special_addresses() {
+        let list = list(&["*://*:*"]);
+        assert!(check(&list, "https://203.0.113.7/").is_ok());
+        for url in [
+            "http://169.254.169.254/latest/meta-data",
+            "http://127.0.0.1:8080/",
+            "http://10.1.2.3/",
+            "http://192.168.1.1/",
+            "http://100.64.0.1/",
+            "http://0.0.0.0/",
+            "http://[::1]/",
+            "http://[fe80::1]/",
+            "http://[fd00::1]/",
+            "http://[::ffff:169.254.169.254]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+        ] {
+            assert!(matches!(check(&list, url), Err(Denied::BlockedAddress { .. })), "{url}");
+        }
+    }
+
+    #[test]
+    fn ip_entries_allow_their_special_addresses_only() {
+        let list = list(&["http://127.0.0.1:8080", "http://10.0.0.0/8:*"]);
+        assert!(check(&list, "http://127.0.0.1:8080/").is_ok());
+        assert!(check(&list, "http://127.0.0.2:8080/").is_err());
+        assert!(check(&list, "http://10.9.8.7:1234/").is_ok());
+        assert!(list.check_address("cloud.internal", "10.1.1.1".parse().unwrap()).is_ok());
+        assert!(list.check_address("cloud.internal", "192.168.1.1".parse().unwrap()).is_err());
+        assert!(list.check_address("metadata", "169.254.169.254".parse().unwrap()).is_err());
+        assert!(list.check_address("public", "203.0.113.1".parse().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn empty_list_allows_nothing() {
+        assert!(check(&AllowList::default(), "https://example.com/").is_err());
+    }
+}

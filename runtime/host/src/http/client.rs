@@ -1,0 +1,252 @@
+//! The HTTP client behind a provider's `http` import: one per provider, with
+//! pooled connections, TLS by rustls, and every hop checked against the
+//! allow-list.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::time::Instant;
+use url::Url;
+
+use crate::bindings::http::{Error as HttpError, Method, Request, RequestAuth, Response};
+use crate::credentials::Credentials;
+use crate::error::LoadError;
+use crate::http::allowlist::{AllowList, Denied};
+use crate::http::sigv4;
+
+/// Redirects followed before giving up.
+const MAX_REDIRECTS: usize = 5;
+
+/// Headers a provider may not set: the host decides where a request goes
+/// and how it is framed.
+const FORBIDDEN_HEADERS: &[&str] = &[
+    "host",
+    "connection",
+    "content-length",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Body size caps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    pub(crate) request: usize,
+    pub(crate) response: usize,
+}
+
+/// One provider's HTTP client.
+pub(crate) struct Outbound {
+    client: reqwest::Client,
+    allow_list: Arc<AllowList>,
+    limits: BodyLimits,
+}
+
+/// Resolves names and drops the addresses the allow-list refuses, so that
+/// a connection only ever goes to a checked address.
+struct CheckedResolver {
+    allow_list: Arc<AllowList>,
+}
+
+impl Resolve for CheckedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow_list = self.allow_list.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let resolved = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let mut refused = None;
+            let allowed: Vec<SocketAddr> = resolved
+                .filter(|address| match allow_list.check_address(&host, address.ip()) {
+                    Ok(()) => true,
+                    Err(denied) => {
+                        refused = Some(denied);
+                        false
+                    }
+                })
+                .collect();
+            match (allowed.is_empty(), refused) {
+                (false, _) => Ok(Box::new(allowed.into_iter()) as Addrs),
+                (true, Some(denied)) => Err(Box::new(denied) as Box<dyn std::error::Error + Send + Sync>),
+                (true, None) => Err(format!("{host} has no addresses").into()),
+            }
+        })
+    }
+}
+
+impl Outbound {
+    pub(crate) fn new(allow_list: AllowList, limits: BodyLimits) -> Result<Self, LoadError> {
+        let allow_list = Arc::new(allow_list);
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(CheckedResolver { allow_list: allow_list.clone() }))
+            .user_agent(concat!("wasm-ccm/", env!("CARGO_PKG_VERSION")))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|err| LoadError::Engine(format!("cannot build the HTTP client: {err}")))?;
+        Ok(Outbound { client, allow_list, limits })
+    }
+
+    /// Sends `request` for a call whose deadline is `deadline`.
+    pub(crate) async fn send(&self, request: Request, credentials: &Credentials, deadline: Instant) -> Result<Response, HttpError> {
+        let mut url = Url::parse(&request.url).map_err(|err| HttpError::InvalidRequest(format!("bad URL {:?}: {err}", request.url)))?;
+        if request.body.len() > self.limits.request {
+            return Err(HttpError::TooLarge(format!(
+                "request body of {} bytes is over the {} byte cap",
+                request.body.len(),
+                self.limits.request
+            )));
+        }
+        let headers = checked_headers(&request.headers)?;
+        let requested = request.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
+        let until = requested.map_or(deadline, |requested| requested.min(deadline));
+        let origin = url.origin();
+        let mut method = request.method;
+        let mut body = request.body;
+        for hop in 0..=MAX_REDIRECTS {
+            self.allow_list.check_url(&url).map_err(|denied| match hop {
+                0 => HttpError::Denied(denied.to_string()),
+                _ => HttpError::Denied(format!("redirect refused: {denied}")),
+            })?;
+            let mut hop_headers = headers.clone();
+            // Credentials go only to the origin the provider named.
+            if let Some(auth) = request.auth.as_ref().filter(|_| url.origin() == origin) {
+                authorize(auth, credentials, method, &url, &mut hop_headers, &body)?;
+            }
+            let response = tokio::time::timeout_at(
+                until,
+                self.client.request(reqwest_method(method), url.clone()).headers(hop_headers).body(body.clone()).send(),
+            )
+            .await
+            .map_err(|_| HttpError::Timeout)?
+            .map_err(transport_error)?;
+            let status = response.status();
+            let location = response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
+            if let (true, Some(location)) = (status.is_redirection(), location) {
+                url = url.join(location).map_err(|err| HttpError::Transport(format!("bad redirect location {location:?}: {err}")))?;
+                if status == reqwest::StatusCode::SEE_OTHER
+                    || (matches!(status.as_u16(), 301 | 302) && method == Method::Post)
+                {
+                    method = Method::Get;
+                    body = Vec::new();
+                }
+                continue;
+            }
+            return self.read(response, until).await;
+        }
+        Err(HttpError::Transport(format!("more than {MAX_REDIRECTS} redirects")))
+    }
+
+    async fn read(&self, mut response: reqwest::Response, until: Instant) -> Result<Response, HttpError> {
+        let cap = self.limits.response;
+        let too_large = |size: String| HttpError::TooLarge(format!("response body of {size} bytes is over the {cap} byte cap"));
+        if let Some(length) = response.content_length().filter(|length| *length > cap as u64) {
+            return Err(too_large(length.to_string()));
+        }
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+            .collect();
+        let mut body = Vec::new();
+        while let Some(chunk) = tokio::time::timeout_at(until, response.chunk())
+            .await
+            .map_err(|_| HttpError::Timeout)?
+            .map_err(transport_error)?
+        {
+            if body.len() + chunk.len() > cap {
+                return Err(too_large(format!("more than {cap}")));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Response { status, headers, body })
+    }
+}
+
+fn checked_headers(headers: &[(String, String)]) -> Result<HeaderMap, HttpError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| HttpError::InvalidRequest(format!("bad header name {name:?}")))?;
+        if FORBIDDEN_HEADERS.contains(&header.as_str()) {
+            return Err(HttpError::InvalidRequest(format!("the header {name:?} is set by the host")));
+        }
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| HttpError::InvalidRequest(format!("bad value for header {name:?}")))?;
+        map.append(header, value);
+    }
+    Ok(map)
+}
+
+fn authorize(
+    auth: &RequestAuth,
+    credentials: &Credentials,
+    method: Method,
+    url: &Url,
+    headers: &mut HeaderMap,
+    body: &[u8],
+) -> Result<(), HttpError> {
+    let added = match auth {
+        RequestAuth::Bearer(name) => {
+            let token = credentials
+                .get_text(name)
+                .ok_or_else(|| HttpError::InvalidRequest(format!("credential {name:?} is not bound to this provider")))?;
+            vec![("authorization".to_owned(), format!("Bearer {token}"))]
+        }
+        RequestAuth::AwsSigv4(params) => {
+            let signed: Vec<(String, String)> = headers
+                .iter()
+                .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
+                .collect();
+            sigv4::signature_headers(params, credentials, reqwest_method(method).as_str(), url.as_str(), &signed, body)
+                .map_err(HttpError::InvalidRequest)?
+        }
+    };
+    for (name, value) in added {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|err| HttpError::InvalidRequest(err.to_string()))?;
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| HttpError::InvalidRequest(format!("credential for {name} is not a valid header value")))?;
+        headers.insert(name, value);
+    }
+    Ok(())
+}
+
+fn reqwest_method(method: Method) -> reqwest::Method {
+    match method {
+        Method::Get => reqwest::Method::GET,
+        Method::Head => reqwest::Method::HEAD,
+        Method::Post => reqwest::Method::POST,
+        Method::Put => reqwest::Method::PUT,
+        Method::Patch => reqwest::Method::PATCH,
+        Method::Delete => reqwest::Method::DELETE,
+        Method::Options => reqwest::Method::OPTIONS,
+    }
+}
+
+/// A transport error, or the allow-list's refusal when that is what stopped
+/// the connection.
+fn transport_error(err: reqwest::Error) -> HttpError {
+    if err.is_timeout() {
+        return HttpError::Timeout;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    let mut chain = Vec::new();
+    while let Some(current) = source {
+        if let Some(denied) = current.downcast_ref::<Denied>() {
+            return HttpError::Denied(denied.to_string());
+        }
+        chain.push(current.to_string());
+        source = current.source();
+    }
+    chain.dedup();
+    HttpError::Transport(chain.join(": "))
+}

@@ -1,0 +1,318 @@
+//! A loaded provider: its compiled component, its settings, and how one call
+//! runs: a fresh instance in a fresh store, a deadline that covers host
+//! calls, a memory limit, and every failure turned into a [`ProviderError`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+use tracing::Instrument;
+use wasmtime::component::{Linker, ResourceTable, HasSelf};
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::bindings::{self, CloudProvider, CloudProviderPre};
+use crate::credentials::{Credentials, CredentialsImport};
+use crate::engine::{EPOCH_TICK, Engine};
+use crate::error::{LoadError, ProviderError};
+use crate::http::allowlist::AllowList;
+use crate::http::{BodyLimits, HttpImport, Outbound};
+use crate::limits::{Limits, MemoryLimiter};
+use crate::log::{GuestOutput, LogImport, Origin, Stdio};
+use crate::types::ProviderInfo;
+use crate::{component, convert, wasi};
+
+/// Everything needed to load a provider.
+#[derive(Clone)]
+pub struct ProviderSpec {
+    /// The name this provider runs under, in logs and metrics.
+    pub name: String,
+    /// The component.
+    pub wasm: Arc<[u8]>,
+    /// Its configuration file, passed to `initialize` verbatim.
+    pub config: Arc<[u8]>,
+    /// The cluster's name, passed to `initialize`.
+    pub cluster_name: String,
+    /// The credentials bound to it.
+    pub credentials: Credentials,
+    /// Where it may send HTTP requests.
+    pub allow_list: AllowList,
+    /// What it may use.
+    pub limits: Limits,
+}
+
+/// Call IDs, unique in the process, to tie a call's log lines together.
+static CALLS: AtomicU64 = AtomicU64::new(1);
+
+/// The deadline callback's error, to tell a deadline from other traps.
+#[derive(Debug, thiserror::Error)]
+#[error("deadline exceeded")]
+struct DeadlineReached;
+
+/// What a call's store holds.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryLimiter,
+    http: HttpImport,
+    credentials: CredentialsImport,
+    log: LogImport,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl bindings::types::Host for CallState {}
+
+/// A function of the provider, run on an instance in its store.
+pub(crate) type Operation<R> = Box<
+    dyn for<'a> FnOnce(
+            &'a CloudProvider,
+            &'a mut Store<CallState>,
+        ) -> BoxFuture<'a, wasmtime::Result<Result<R, bindings::types::CloudError>>>
+        + Send,
+>;
+
+/// Boxes a closure as an [`Operation`], giving it the higher-ranked
+/// signature closures cannot infer on their own.
+pub(crate) fn operation<R, F>(operation: F) -> Operation<R>
+where
+    F: for<'a> FnOnce(
+            &'a CloudProvider,
+            &'a mut Store<CallState>,
+        ) -> BoxFuture<'a, wasmtime::Result<Result<R, bindings::types::CloudError>>>
+        + Send
+        + 'static,
+{
+    Box::new(operation)
+}
+
+/// A compiled, checked and started provider.
+pub struct LoadedProvider {
+    name: Arc<str>,
+    engine: Engine,
+    pre: CloudProviderPre<CallState>,
+    config: Arc<[u8]>,
+    cluster_name: String,
+    credentials: Arc<Credentials>,
+    outbound: Arc<Outbound>,
+    limits: Limits,
+    info: ProviderInfo,
+}
+
+impl LoadedProvider {
+    /// Compiles, checks and starts a provider: its component must export the
+    /// whole world, and `initialize` with its configuration must succeed.
+    ///
+    /// # Errors
+    /// When any step fails; the error says which and why.
+    pub async fn load(engine: &Engine, spec: ProviderSpec) -> Result<Self, LoadError> {
+        if spec.limits.memory > engine.settings().max_memory {
+            return Err(LoadError::Engine(format!(
+                "the memory limit of {} bytes is above the engine's maximum of {} bytes",
+                spec.limits.memory,
+                engine.settings().max_memory
+            )));
+        }
+        let compiled = {
+            let engine = engine.clone();
+            let wasm = spec.wasm.clone();
+            tokio::task::spawn_blocking(move || component::compile(&engine, &wasm))
+                .await
+                .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))??
+        };
+        let mut linker = Linker::<CallState>::new(engine.wasmtime());
+        link(&mut linker).map_err(LoadError::engine)?;
+        let instance_pre =
+            linker.instantiate_pre(&compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
+        let pre = CloudProviderPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
+            expected: component::CONTRACT,
+            missing: format!("{err:#}"),
+        })?;
+        let outbound = Outbound::new(
+            spec.allow_list,
+            BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
+        )?;
+        let mut provider = LoadedProvider {
+            name: spec.name.into(),
+            engine: engine.clone(),
+            pre,
+            config: spec.config,
+            cluster_name: spec.cluster_name,
+            credentials: Arc::new(spec.credentials),
+            outbound: Arc::new(outbound),
+            limits: spec.limits,
+            info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
+        };
+        provider.info = provider.start().await.map_err(LoadError::Startup)?;
+        Ok(provider)
+    }
+
+    /// What the provider said about itself when it started.
+    pub fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    /// The name it runs under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The cluster name it was initialised with.
+    pub fn cluster_name(&self) -> &str {
+        &self.cluster_name
+    }
+
+    /// Asks the provider who it is, in one instance: its name, then
+    /// `initialize`, then what it supports.
+    async fn start(&self) -> Result<ProviderInfo, ProviderError> {
+        let config = self.config.clone();
+        let cluster_name = self.cluster_name.clone();
+        self.run(
+            "provider.start",
+            false,
+            Box::new(move |bindings, store| {
+                Box::pin(async move {
+                    let provider = bindings.wasm_ccm_provider_provider();
+                    let name = provider.call_name(&mut *store).await?;
+                    if let Err(err) = provider.call_initialize(&mut *store, &config, &cluster_name).await? {
+                        return Ok(Err(err));
+                    }
+                    let has_cluster_id = provider.call_has_cluster_id(&mut *store).await?;
+                    let parts = convert::parts(provider.call_supported_parts(&mut *store).await?);
+                    Ok(Ok(ProviderInfo { name, has_cluster_id, parts }))
+                })
+            }),
+        )
+        .await
+    }
+
+    /// Runs `operation` on a fresh, initialised instance.
+    pub(crate) async fn call<R: Send>(&self, function: &'static str, operation: Operation<R>) -> Result<R, ProviderError> {
+        self.run(function, true, operation).await
+    }
+
+    async fn run<R: Send>(&self, function: &'static str, initialize: bool, operation: Operation<R>) -> Result<R, ProviderError> {
+        let origin = Origin { provider: self.name.clone(), call: CALLS.fetch_add(1, Ordering::Relaxed) };
+        let span = tracing::debug_span!("provider.call", provider = &*self.name, function, call = origin.call);
+        let deadline = Instant::now() + self.limits.deadline;
+        let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
+        let mut store = self.store(origin, deadline, stderr.clone());
+        let execution = async {
+            let bindings = self.pre.instantiate_async(&mut store).await?;
+            if initialize {
+                let provider = bindings.wasm_ccm_provider_provider();
+                if let Err(err) = provider.call_initialize(&mut store, &self.config, &self.cluster_name).await? {
+                    return Ok(Err(err));
+                }
+            }
+            operation(&bindings, &mut store).await
+        };
+        // The epoch callback stops guest code at the deadline; this stops
+        // host calls, such as a guest's sleep, that outlast it.
+        let outcome = tokio::time::timeout_at(deadline + EPOCH_TICK, execution).instrument(span.clone()).await;
+        let result = match outcome {
+            Err(_) => Err(ProviderError::DeadlineExceeded { deadline: self.limits.deadline }),
+            Ok(Err(trap)) => Err(self.classify(&trap, store.data(), &stderr)),
+            Ok(Ok(Err(err))) => Err(convert::cloud_error(err)),
+            Ok(Ok(Ok(value))) => Ok(value),
+        };
+        if let Err(err) = &result {
+            if err.is_sandbox_failure() {
+                tracing::warn!(parent: &span, provider = &*self.name, function, error = %err, "provider call stopped by the sandbox");
+            } else {
+                tracing::debug!(parent: &span, error = %err, "provider call failed");
+            }
+        }
+        result
+    }
+
+    fn store(&self, origin: Origin, deadline: Instant, stderr: GuestOutput) -> Store<CallState> {
+        let state = CallState {
+            wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter::new(self.limits.memory),
+            http: HttpImport {
+                outbound: self.outbound.clone(),
+                credentials: self.credentials.clone(),
+                deadline,
+                origin: origin.clone(),
+            },
+            credentials: CredentialsImport { credentials: self.credentials.clone() },
+            log: LogImport { origin },
+        };
+        let mut store = Store::new(self.engine.wasmtime(), state);
+        store.limiter(|state| &mut state.limiter);
+        let deadline = deadline.into_std();
+        store.epoch_deadline_callback(move |_| {
+            if std::time::Instant::now() >= deadline {
+                Err(wasmtime::Error::new(DeadlineReached))
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        store
+    }
+
+    /// What a trap means: a deadline, the memory limit, a panic, or another
+    /// trap.
+    fn classify(&self, trap: &wasmtime::Error, state: &CallState, stderr: &GuestOutput) -> ProviderError {
+        if trap.downcast_ref::<DeadlineReached>().is_some() {
+            return ProviderError::DeadlineExceeded { deadline: self.limits.deadline };
+        }
+        if trap.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() {
+            return ProviderError::Host(format!("{trap}"));
+        }
+        if state.limiter.hit() {
+            return ProviderError::MemoryLimit { limit: self.limits.memory };
+        }
+        if let Some(message) = panic_message(&stderr.tail()) {
+            return ProviderError::Panic { message };
+        }
+        ProviderError::Trap { message: format!("{trap:?}") }
+    }
+}
+
+/// Links what a provider may import.
+fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasi::add_to_linker(linker)?;
+    bindings::types::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)?;
+    bindings::http::add_to_linker::<CallState, HasSelf<HttpImport>>(linker, |state| &mut state.http)?;
+    bindings::credentials::add_to_linker::<CallState, HasSelf<CredentialsImport>>(linker, |state| {
+        &mut state.credentials
+    })?;
+    bindings::log::add_to_linker::<CallState, HasSelf<LogImport>>(linker, |state| &mut state.log)?;
+    Ok(())
+}
+
+/// The message of a Rust panic in a guest's stderr, with its location:
+/// `thread '<unnamed>' panicked at src/lib.rs:10:5:\nthe message`.
+fn panic_message(stderr: &str) -> Option<String> {
+    let start = stderr.rfind("panicked at ")?;
+    let report = &stderr[start + "panicked at ".len()..];
+    let (location, message) = report.split_once(":\n")?;
+    let message = message.split("\nnote: ").next().unwrap_or(message).trim();
+    Some(format!("{message} (at {location})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_panic_message() {
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:62:24:\nboom: it broke\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(panic_message(stderr).as_deref(), Some("boom: it broke (at src/lib.rs:62:24)"));
+        assert_eq!(panic_message("just some logging"), None);
+    }
+}

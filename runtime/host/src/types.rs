@@ -1,0 +1,76 @@
+//! Values exchanged with providers that have no Kubernetes API type.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::NodeAddress;
+
+/// The parts of `cloudprovider.Interface` a provider supports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Parts {
+    /// `LoadBalancer()`.
+    pub load_balancer: bool,
+    /// `Instances()`.
+    pub instances: bool,
+    /// `InstancesV2()`.
+    pub instances_v2: bool,
+    /// `Zones()`.
+    pub zones: bool,
+    /// `Clusters()`.
+    pub clusters: bool,
+    /// `Routes()`.
+    pub routes: bool,
+}
+
+/// What a provider says about itself once initialised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderInfo {
+    /// `ProviderName()`.
+    pub name: String,
+    /// `HasClusterID()`.
+    pub has_cluster_id: bool,
+    /// The parts it supports.
+    pub parts: Parts,
+}
+
+/// `cloudprovider.InstanceMetadata`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InstanceMetadata {
+    /// The Node's `spec.providerID`.
+    pub provider_id: String,
+    /// The instance type, for the `node.kubernetes.io/instance-type` label.
+    pub instance_type: String,
+    /// The Node's addresses.
+    pub node_addresses: Vec<NodeAddress>,
+    /// The zone, for `topology.kubernetes.io/zone`.
+    pub zone: String,
+    /// The region, for `topology.kubernetes.io/region`.
+    pub region: String,
+    /// Further labels for the Node.
+    pub additional_labels: BTreeMap<String, String>,
+}
+
+/// `cloudprovider.Zone`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zone {
+    /// The zone.
+    pub failure_domain: String,
+    /// The region.
+    pub region: String,
+}
+
+/// `cloudprovider.Route`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Route {
+    /// The cloud's name for the route.
+    pub name: String,
+    /// The Node it sends traffic to.
+    pub target_node: String,
+    /// Whether `target_node_addresses` is meaningful.
+    pub enable_node_addresses: bool,
+    /// The target Node's addresses.
+    pub target_node_addresses: Vec<NodeAddress>,
+    /// The pod CIDR it routes.
+    pub destination_cidr: String,
+    /// The route's target is gone.
+    pub blackhole: bool,
+}

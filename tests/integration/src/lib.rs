@@ -1,0 +1,66 @@
+//! Helpers shared by wasm-ccm's integration tests: the built components, an
+//! engine, provider specs, and a loopback HTTP server to aim providers at.
+
+pub mod echo;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use wasm_ccm_host::{AllowList, Credentials, Engine, EngineSettings, Limits, LoadedProvider, ProviderSpec};
+
+/// The repository's root.
+pub fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A component built by `providers/build.sh`, by crate name.
+///
+/// # Panics
+/// When it has not been built.
+pub fn guest(crate_name: &str) -> Arc<[u8]> {
+    let path = repository().join("target/wasm").join(format!("{}.wasm", crate_name.replace('-', "_")));
+    match std::fs::read(&path) {
+        Ok(bytes) => bytes.into(),
+        Err(err) => panic!("cannot read {}: {err}; build the guests with providers/build.sh", path.display()),
+    }
+}
+
+/// One engine for a test binary.
+pub fn engine() -> Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::new(EngineSettings::default()).expect("an engine")).clone()
+}
+
+/// Logs to the test's output when `RUST_LOG` asks for it.
+pub fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+/// A spec for `wasm` with `config`, no credentials and no allow-list.
+pub fn spec(name: &str, wasm: Arc<[u8]>, config: &[u8]) -> ProviderSpec {
+    ProviderSpec {
+        name: name.to_owned(),
+        wasm,
+        config: config.into(),
+        cluster_name: "test-cluster".to_owned(),
+        credentials: Credentials::default(),
+        allow_list: AllowList::default(),
+        limits: Limits::default(),
+    }
+}
+
+/// Allows exactly `url`'s scheme, host and port.
+pub fn allow(urls: &[&str]) -> AllowList {
+    AllowList::parse(urls).expect("a valid allow-list")
+}
+
+/// Loads a provider, panicking with the error.
+pub async fn load(spec: ProviderSpec) -> LoadedProvider {
+    match LoadedProvider::load(&engine(), spec).await {
+        Ok(provider) => provider,
+        Err(err) => panic!("cannot load the provider: {err}"),
+    }
+}
