@@ -17,7 +17,7 @@ pub fn get(name: &str) -> Result<Vec<u8>, Error> {
 /// When the credential is missing or is not UTF-8.
 pub fn get_string(name: &str) -> Result<String, Error> {
     let value = get(name)?;
-    let text = String::from_utf8(value)
-        .map_err(|_| Error::other(format_args!("credential {name:?} is not UTF-8 text")))?;
+    let text =
+        String::from_utf8(value).map_err(|_| Error::other(format_args!("credential {name:?} is not UTF-8 text")))?;
     Ok(text.trim().to_owned())
 }

@@ -6,9 +6,7 @@ use std::marker::PhantomData;
 use std::thread::LocalKey;
 
 use crate::provider::Provider;
-use crate::types::{
-    InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone,
-};
+use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
 use crate::wit::exports::wasm_ccm::provider as exports;
 use crate::{Error, Parts};
 
@@ -232,7 +230,7 @@ macro_rules! export_provider {
             type __WasmCcmGlue = $crate::export::Glue<__WasmCcmInstance>;
 
             #[cfg(target_family = "wasm")]
-            $crate::wit::export_world!(__WasmCcmGlue with_types_in $crate::wit);
+    $crate::wit::export_world!(__WasmCcmGlue with_types_in $crate::wit);
         };
     };
 }

@@ -134,11 +134,7 @@ impl Response {
 
     /// The first value of the header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.0
-            .headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+        self.0.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
     }
 
     /// The body.

@@ -116,8 +116,7 @@ pub mod wit;
 
 pub use error::{Error, RetryAfter};
 pub use provider::{
-    Clusters, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones,
-    default_load_balancer_name,
+    Clusters, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones, default_load_balancer_name,
 };
 pub use serde_json;
 pub use wit::exports::wasm_ccm::provider::provider::Parts;

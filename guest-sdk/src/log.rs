@@ -5,10 +5,8 @@ pub use crate::wit::wasm_ccm::provider::log::Level;
 
 /// Writes a record with `fields` as key-value pairs.
 pub fn emit(level: Level, message: &str, fields: &[(&str, &str)]) {
-    let fields: Vec<(String, String)> = fields
-        .iter()
-        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-        .collect();
+    let fields: Vec<(String, String)> =
+        fields.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect();
     crate::backend::log(level, message, &fields);
 }
 

@@ -41,8 +41,5 @@ pub fn set_host(host: Arc<dyn Host>) {
 }
 
 pub(crate) fn host() -> Arc<dyn Host> {
-    HOST.read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .clone()
-        .unwrap_or_else(|| Arc::new(Unconnected))
+    HOST.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone().unwrap_or_else(|| Arc::new(Unconnected))
 }

@@ -5,10 +5,8 @@
 //! [`Error::NotImplemented`], so a provider overrides only what its cloud
 //! supports.
 
-use crate::types::{
-    InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone,
-};
 use crate::Error;
+use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
 
 /// A cloud provider: `cloudprovider.Interface`.
 ///
@@ -63,11 +61,7 @@ pub trait Provider: Sized + 'static {
 /// `cloudprovider.LoadBalancer`.
 pub trait LoadBalancer {
     /// `GetLoadBalancer`: the status, or `None` when there is no load balancer.
-    fn get_load_balancer(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, Error> {
+    fn get_load_balancer(&self, cluster_name: &str, service: &Service) -> Result<Option<LoadBalancerStatus>, Error> {
         let _ = (cluster_name, service);
         Err(Error::NotImplemented)
     }
@@ -90,12 +84,7 @@ pub trait LoadBalancer {
     }
 
     /// `UpdateLoadBalancer`: makes the load balancer target exactly `nodes`.
-    fn update_load_balancer(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-        nodes: &[Node],
-    ) -> Result<(), Error> {
+    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<(), Error> {
         let _ = (cluster_name, service, nodes);
         Err(Error::NotImplemented)
     }
@@ -243,9 +232,7 @@ pub trait Routes {
 /// Upstream's `cloudprovider.DefaultLoadBalancerName`: `a` followed by the
 /// Service's UID without dashes, cut to 32 characters.
 pub fn default_load_balancer_name(service: &Service) -> String {
-    let mut name: String = std::iter::once('a')
-        .chain(service.uid.chars().filter(|c| *c != '-'))
-        .collect();
+    let mut name: String = std::iter::once('a').chain(service.uid.chars().filter(|c| *c != '-')).collect();
     name.truncate(32);
     name
 }

@@ -63,7 +63,13 @@ impl Cloud {
     }
 
     /// Writes `value` under `key`; `Ok(false)` when the precondition failed.
-    pub fn put<T: Serialize>(&self, collection: &str, key: &str, value: &T, precondition: Precondition) -> Result<bool, Error> {
+    pub fn put<T: Serialize>(
+        &self,
+        collection: &str,
+        key: &str,
+        value: &T,
+        precondition: Precondition,
+    ) -> Result<bool, Error> {
         let mut request = Request::put(self.object_url(collection, key)).json(value)?;
         request = match precondition {
             Precondition::Absent => request.header("if-none-match", "*"),

@@ -45,7 +45,12 @@ fn addresses(instance: &Instance) -> Result<Vec<NodeAddress>, Error> {
                 "ExternalIP" => NodeAddressType::ExternalIp,
                 "InternalDNS" => NodeAddressType::InternalDns,
                 "ExternalDNS" => NodeAddressType::ExternalDns,
-                other => return Err(Error::other(format_args!("instance {}: unknown address type {other:?}", instance.name))),
+                other => {
+                    return Err(Error::other(format_args!(
+                        "instance {}: unknown address type {other:?}",
+                        instance.name
+                    )));
+                }
             };
             Ok(NodeAddress { address_type, address: address.address.clone() })
         })

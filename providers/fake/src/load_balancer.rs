@@ -4,9 +4,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use wasm_ccm_sdk::types::{
-    IpMode, LoadBalancerIngress, LoadBalancerStatus, Node, Protocol, Service,
-};
+use wasm_ccm_sdk::types::{IpMode, LoadBalancerIngress, LoadBalancerStatus, Node, Protocol, Service};
 use wasm_ccm_sdk::{Error, LoadBalancer, default_load_balancer_name};
 
 use crate::Fake;
@@ -65,7 +63,12 @@ fn ports(service: &Service) -> Result<Vec<PortRecord>, Error> {
                 Protocol::Udp => "UDP",
                 Protocol::Sctp => return Err(Error::other("the fake cloud's load balancers do not support SCTP")),
             };
-            Ok(PortRecord { name: port.name.clone(), protocol: protocol.to_owned(), port: port.port, node_port: port.node_port })
+            Ok(PortRecord {
+                name: port.name.clone(),
+                protocol: protocol.to_owned(),
+                port: port.port,
+                node_port: port.node_port,
+            })
         })
         .collect()
 }
@@ -144,7 +147,12 @@ impl LoadBalancer for Fake {
         default_load_balancer_name(service)
     }
 
-    fn ensure_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, Error> {
+    fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Node],
+    ) -> Result<LoadBalancerStatus, Error> {
         self.config.inject("load-balancer.ensure")?;
         let name = self.get_load_balancer_name(cluster_name, service);
         let ports = ports(service)?;

@@ -65,9 +65,7 @@ impl<'a> Pool<'a> {
                 (IpNet::V4(net), IpAddr::V4(ip)) if net.contains(&ip) => {
                     u128::from(u32::from(ip) - u32::from(net.network()))
                 }
-                (IpNet::V6(net), IpAddr::V6(ip)) if net.contains(&ip) => {
-                    u128::from(ip) - u128::from(net.network())
-                }
+                (IpNet::V6(net), IpAddr::V6(ip)) if net.contains(&ip) => u128::from(ip) - u128::from(net.network()),
                 _ => return false,
             };
             offset >= first && offset < first + count
@@ -79,9 +77,9 @@ impl<'a> Pool<'a> {
 /// makes a free address likely at the first try.
 pub fn start(key: &str, len: u128) -> u128 {
     // FNV-1a, stable across builds and platforms.
-    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let hash = key
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
     u128::from(hash) % len.max(1)
 }
 

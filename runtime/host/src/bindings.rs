@@ -11,6 +11,7 @@ wasmtime::component::bindgen!({
         default: trappable | tracing,
     },
     exports: { default: async },
+    additional_derives: [PartialEq],
     with: {
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,

@@ -60,10 +60,9 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
 /// and import what a provider must.
 pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
     check_header(bytes)?;
-    let component =
-        Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))?;
-    check_exports(engine, &component)?;
+    let component = Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))?;
     check_imports(engine, &component)?;
+    check_exports(engine, &component)?;
     Ok(component)
 }
 
@@ -86,7 +85,9 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
                 split_name(name).filter(|(package, iface, _)| *package == PACKAGE && iface == interface)
             });
             problems.push(match other_version {
-                Some((_, _, version)) => format!("exports {PACKAGE}/{interface}@{version}, built against another contract version"),
+                Some((_, _, version)) => {
+                    format!("exports {PACKAGE}/{interface}@{version}, built against another contract version")
+                }
                 None => format!("missing export {wanted}"),
             });
             continue;
@@ -120,13 +121,13 @@ fn check_imports(engine: &Engine, component: &Component) -> Result<(), LoadError
             };
             (!provided).then(|| name.to_owned())
         })
-        .chain(ty.imports(engine.wasmtime()).filter(|(name, _)| split_name(name).is_none()).map(|(name, _)| name.to_owned()))
+        .chain(
+            ty.imports(engine.wasmtime())
+                .filter(|(name, _)| split_name(name).is_none())
+                .map(|(name, _)| name.to_owned()),
+        )
         .collect();
-    if unsupported.is_empty() {
-        Ok(())
-    } else {
-        Err(LoadError::UnsupportedImports(unsupported.join(", ")))
-    }
+    if unsupported.is_empty() { Ok(()) } else { Err(LoadError::UnsupportedImports(unsupported.join(", "))) }
 }
 
 #[cfg(test)]

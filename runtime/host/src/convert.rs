@@ -18,10 +18,7 @@ fn invalid(what: String) -> ProviderError {
 }
 
 fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<wit::KeyValue> {
-    map.into_iter()
-        .flatten()
-        .map(|(key, value)| wit::KeyValue { key: key.clone(), value: value.clone() })
-        .collect()
+    map.into_iter().flatten().map(|(key, value)| wit::KeyValue { key: key.clone(), value: value.clone() }).collect()
 }
 
 fn port(value: i32, what: &str) -> Result<u16, ProviderError> {
@@ -204,11 +201,15 @@ pub(crate) fn node_addresses(addresses: Vec<wit::NodeAddress>) -> Result<Vec<cor
     addresses
         .into_iter()
         .map(|address| {
-            let is_ip = matches!(address.address_type, wit::NodeAddressType::InternalIp | wit::NodeAddressType::ExternalIp);
+            let is_ip =
+                matches!(address.address_type, wit::NodeAddressType::InternalIp | wit::NodeAddressType::ExternalIp);
             if address.address.is_empty() || (is_ip && address.address.parse::<IpAddr>().is_err()) {
                 return Err(ProviderError::InvalidResult(format!("bad node address {:?}", address.address)));
             }
-            Ok(core::NodeAddress { type_: address_type_name(address.address_type).to_owned(), address: address.address })
+            Ok(core::NodeAddress {
+                type_: address_type_name(address.address_type).to_owned(),
+                address: address.address,
+            })
         })
         .collect()
 }
@@ -220,7 +221,9 @@ pub(crate) fn load_balancer_status(status: wit::LoadBalancerStatus) -> Result<co
         .into_iter()
         .map(|ingress| {
             if let Some(ip) = ingress.ip.as_deref().filter(|ip| ip.parse::<IpAddr>().is_err()) {
-                return Err(ProviderError::InvalidResult(format!("load-balancer ingress IP {ip:?} is not an IP address")));
+                return Err(ProviderError::InvalidResult(format!(
+                    "load-balancer ingress IP {ip:?} is not an IP address"
+                )));
             }
             if ingress.ip.is_none() && ingress.hostname.is_none() {
                 return Err(ProviderError::InvalidResult("load-balancer ingress has neither IP nor host name".into()));
@@ -232,18 +235,16 @@ pub(crate) fn load_balancer_status(status: wit::LoadBalancerStatus) -> Result<co
                     wit::IpMode::Vip => "VIP".to_owned(),
                     wit::IpMode::Proxy => "Proxy".to_owned(),
                 }),
-                ports: Some(ingress.ports)
-                    .filter(|ports| !ports.is_empty())
-                    .map(|ports| {
-                        ports
-                            .into_iter()
-                            .map(|port| core::PortStatus {
-                                port: i32::from(port.port),
-                                protocol: protocol_name(port.protocol).to_owned(),
-                                error: port.error,
-                            })
-                            .collect()
-                    }),
+                ports: Some(ingress.ports).filter(|ports| !ports.is_empty()).map(|ports| {
+                    ports
+                        .into_iter()
+                        .map(|port| core::PortStatus {
+                            port: i32::from(port.port),
+                            protocol: protocol_name(port.protocol).to_owned(),
+                            error: port.error,
+                        })
+                        .collect()
+                }),
             })
         })
         .collect::<Result<Vec<_>, ProviderError>>()?;
@@ -282,7 +283,10 @@ pub(crate) fn to_wit_route(route: &Route) -> wit::Route {
 /// A route a provider returned, checked.
 pub(crate) fn route(route: wit::Route) -> Result<Route, ProviderError> {
     if route.destination_cidr.parse::<ipnet::IpNet>().is_err() {
-        return Err(ProviderError::InvalidResult(format!("route {:?} has a bad destination {:?}", route.name, route.destination_cidr)));
+        return Err(ProviderError::InvalidResult(format!(
+            "route {:?} has a bad destination {:?}",
+            route.name, route.destination_cidr
+        )));
     }
     Ok(Route {
         name: route.name,
@@ -376,7 +380,12 @@ mod tests {
     #[test]
     fn checks_what_providers_return() {
         let bad = wit::LoadBalancerStatus {
-            ingress: vec![wit::LoadBalancerIngress { ip: Some("not-an-ip".into()), hostname: None, ip_mode: None, ports: vec![] }],
+            ingress: vec![wit::LoadBalancerIngress {
+                ip: Some("not-an-ip".into()),
+                hostname: None,
+                ip_mode: None,
+                ports: vec![],
+            }],
         };
         assert!(matches!(load_balancer_status(bad), Err(ProviderError::InvalidResult(_))));
         let empty = wit::LoadBalancerStatus {

@@ -59,11 +59,8 @@ impl ProviderHandle {
     }
 
     async fn call<R: Send>(&self, function: &'static str, operation: Operation<R>) -> Result<R, ProviderError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| ProviderError::Host("the provider handle is closed".into()))?;
+        let _permit =
+            self.permits.acquire().await.map_err(|_| ProviderError::Host("the provider handle is closed".into()))?;
         let provider = self.current.load_full();
         provider.call(function, operation).await
     }
@@ -78,7 +75,9 @@ impl ProviderHandle {
     /// The provider's error, or the sandbox's.
     pub async fn get_load_balancer(&self, service: &Service) -> Result<Option<LoadBalancerStatus>, ProviderError> {
         let (cluster, service) = (self.cluster_name(), convert::service(service)?);
-        let status = self.call("load-balancer.get", operation!(wasm_ccm_provider_load_balancer.call_get(cluster, service))).await?;
+        let status = self
+            .call("load-balancer.get", operation!(wasm_ccm_provider_load_balancer.call_get(cluster, service)))
+            .await?;
         status.map(convert::load_balancer_status).transpose()
     }
 
@@ -90,7 +89,10 @@ impl ProviderHandle {
         let (cluster, service) = (self.cluster_name(), convert::service(service)?);
         let operation = operation(move |bindings, store| {
             Box::pin(async move {
-                Ok(Ok(bindings.wasm_ccm_provider_load_balancer().call_get_name(&mut *store, &cluster, &service).await?))
+                Ok(Ok(bindings
+                    .wasm_ccm_provider_load_balancer()
+                    .call_get_name(&mut *store, &cluster, &service)
+                    .await?))
             })
         });
         self.call("load-balancer.get-name", operation).await
@@ -100,10 +102,17 @@ impl ProviderHandle {
     ///
     /// # Errors
     /// The provider's error, or the sandbox's.
-    pub async fn ensure_load_balancer(&self, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, ProviderError> {
+    pub async fn ensure_load_balancer(
+        &self,
+        service: &Service,
+        nodes: &[Node],
+    ) -> Result<LoadBalancerStatus, ProviderError> {
         let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, convert::nodes(nodes));
         let status = self
-            .call("load-balancer.ensure", operation!(wasm_ccm_provider_load_balancer.call_ensure(cluster, service, nodes)))
+            .call(
+                "load-balancer.ensure",
+                operation!(wasm_ccm_provider_load_balancer.call_ensure(cluster, service, nodes)),
+            )
             .await?;
         convert::load_balancer_status(status)
     }
@@ -114,8 +123,11 @@ impl ProviderHandle {
     /// The provider's error, or the sandbox's.
     pub async fn update_load_balancer(&self, service: &Service, nodes: &[Node]) -> Result<(), ProviderError> {
         let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, convert::nodes(nodes));
-        self.call("load-balancer.update", operation!(wasm_ccm_provider_load_balancer.call_update(cluster, service, nodes)))
-            .await
+        self.call(
+            "load-balancer.update",
+            operation!(wasm_ccm_provider_load_balancer.call_update(cluster, service, nodes)),
+        )
+        .await
     }
 
     /// `EnsureLoadBalancerDeleted`.
@@ -166,8 +178,9 @@ impl ProviderHandle {
     /// The provider's error, or the sandbox's.
     pub async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, ProviderError> {
         let name = node_name.to_owned();
-        let addresses =
-            self.call("instances.node-addresses", operation!(wasm_ccm_provider_instances.call_node_addresses(name))).await?;
+        let addresses = self
+            .call("instances.node-addresses", operation!(wasm_ccm_provider_instances.call_node_addresses(name)))
+            .await?;
         convert::node_addresses(addresses)
     }
 
@@ -236,8 +249,11 @@ impl ProviderHandle {
     /// The provider's error, or the sandbox's.
     pub async fn current_node_name(&self, hostname: &str) -> Result<String, ProviderError> {
         let hostname = hostname.to_owned();
-        self.call("instances.current-node-name", operation!(wasm_ccm_provider_instances.call_current_node_name(hostname)))
-            .await
+        self.call(
+            "instances.current-node-name",
+            operation!(wasm_ccm_provider_instances.call_current_node_name(hostname)),
+        )
+        .await
     }
 
     /// `InstanceExistsByProviderID`.
@@ -319,7 +335,8 @@ impl ProviderHandle {
     /// The provider's error, or the sandbox's.
     pub async fn list_routes(&self) -> Result<Vec<Route>, ProviderError> {
         let cluster = self.cluster_name();
-        let routes = self.call("routes.list-routes", operation!(wasm_ccm_provider_routes.call_list_routes(cluster))).await?;
+        let routes =
+            self.call("routes.list-routes", operation!(wasm_ccm_provider_routes.call_list_routes(cluster))).await?;
         routes.into_iter().map(convert::route).collect()
     }
 
@@ -329,7 +346,8 @@ impl ProviderHandle {
     /// The provider's error, or the sandbox's.
     pub async fn create_route(&self, name_hint: &str, route: &Route) -> Result<(), ProviderError> {
         let (cluster, hint, route) = (self.cluster_name(), name_hint.to_owned(), convert::to_wit_route(route));
-        self.call("routes.create-route", operation!(wasm_ccm_provider_routes.call_create_route(cluster, hint, route))).await
+        self.call("routes.create-route", operation!(wasm_ccm_provider_routes.call_create_route(cluster, hint, route)))
+            .await
     }
 
     /// `DeleteRoute`.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tracing::Instrument;
-use wasmtime::component::{Linker, ResourceTable, HasSelf};
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -129,10 +129,8 @@ impl LoadedProvider {
         link(&mut linker).map_err(LoadError::engine)?;
         let instance_pre =
             linker.instantiate_pre(&compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
-        let pre = CloudProviderPre::new(instance_pre).map_err(|err| LoadError::WrongWorld {
-            expected: component::CONTRACT,
-            missing: format!("{err:#}"),
-        })?;
+        let pre = CloudProviderPre::new(instance_pre)
+            .map_err(|err| LoadError::WrongWorld { expected: component::CONTRACT, missing: format!("{err:#}") })?;
         let outbound = Outbound::new(
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
@@ -197,11 +195,20 @@ impl LoadedProvider {
     }
 
     /// Runs `operation` on a fresh, initialised instance.
-    pub(crate) async fn call<R: Send>(&self, function: &'static str, operation: Operation<R>) -> Result<R, ProviderError> {
+    pub(crate) async fn call<R: Send>(
+        &self,
+        function: &'static str,
+        operation: Operation<R>,
+    ) -> Result<R, ProviderError> {
         self.run(function, true, operation).await
     }
 
-    async fn run<R: Send>(&self, function: &'static str, initialize: bool, operation: Operation<R>) -> Result<R, ProviderError> {
+    async fn run<R: Send>(
+        &self,
+        function: &'static str,
+        initialize: bool,
+        operation: Operation<R>,
+    ) -> Result<R, ProviderError> {
         let origin = Origin { provider: self.name.clone(), call: CALLS.fetch_add(1, Ordering::Relaxed) };
         let span = tracing::debug_span!("provider.call", provider = &*self.name, function, call = origin.call);
         let deadline = Instant::now() + self.limits.deadline;

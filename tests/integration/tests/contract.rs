@@ -59,7 +59,12 @@ fn service(uid: &str, load_balancer_ip: Option<&str>) -> Service {
         spec: Some(ServiceSpec {
             type_: Some("LoadBalancer".into()),
             load_balancer_ip: load_balancer_ip.map(Into::into),
-            ports: Some(vec![ServicePort { name: Some("http".into()), port: 80, node_port: Some(30080), ..Default::default() }]),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: 80,
+                node_port: Some(30080),
+                ..Default::default()
+            }]),
             ..Default::default()
         }),
         ..Default::default()
@@ -77,7 +82,8 @@ async fn provider_info() {
     let info = handle.info();
     assert_eq!(info.name, "fake");
     assert!(info.has_cluster_id);
-    let all = Parts { load_balancer: true, instances: true, instances_v2: true, zones: true, clusters: true, routes: true };
+    let all =
+        Parts { load_balancer: true, instances: true, instances_v2: true, zones: true, clusters: true, routes: true };
     assert_eq!(info.parts, all);
 }
 
@@ -123,7 +129,10 @@ async fn instances_v1() {
     assert_eq!(handle.instance_id("node-a").await.unwrap(), "i-a");
     assert_eq!(handle.instance_type("node-a").await.unwrap(), "fake.large");
     assert_eq!(handle.instance_type_by_provider_id("fake://i-b").await.unwrap(), "fake.small");
-    assert_eq!(handle.add_ssh_key_to_all_instances("core", b"ssh-ed25519 AAAA").await, Err(ProviderError::NotImplemented));
+    assert_eq!(
+        handle.add_ssh_key_to_all_instances("core", b"ssh-ed25519 AAAA").await,
+        Err(ProviderError::NotImplemented)
+    );
     assert_eq!(handle.current_node_name("host-1").await.unwrap(), "host-1");
     assert!(handle.instance_exists_by_provider_id("fake://i-a").await.unwrap());
     assert!(!handle.instance_exists_by_provider_id("fake://i-c").await.unwrap());
@@ -244,10 +253,13 @@ async fn injected_faults() {
 
 #[tokio::test]
 async fn bad_config_fails_to_load_with_its_reason() {
-    let err = wasm_ccm_host::LoadedProvider::load(&wasm_ccm_tests::engine(), spec("fake", guest("provider-fake"), b"{\"instances\": 3}"))
-        .await
-        .err()
-        .expect("a load error");
+    let err = wasm_ccm_host::LoadedProvider::load(
+        &wasm_ccm_tests::engine(),
+        spec("fake", guest("provider-fake"), b"{\"instances\": 3}"),
+    )
+    .await
+    .err()
+    .expect("a load error");
     let message = err.to_string();
     assert!(message.contains("invalid fake provider config"), "{message}");
 }

@@ -250,11 +250,7 @@ impl AllowList {
             .entries
             .iter()
             .any(|entry| matches!(&entry.host, HostPattern::Network(network) if network.contains(&address)));
-        if covered {
-            Ok(())
-        } else {
-            Err(Denied::BlockedAddress { host: host.to_owned(), address, range })
-        }
+        if covered { Ok(()) } else { Err(Denied::BlockedAddress { host: host.to_owned(), address, range }) }
     }
 }
 
@@ -387,7 +383,8 @@ mod tests {
 
     #[test]
     fn matches_scheme_host_and_port() {
-        let list = list(&["https://api.example.com", "http://*.internal.example:8000-8999", "https://[2001:db8::1]:8443"]);
+        let list =
+            list(&["https://api.example.com", "http://*.internal.example:8000-8999", "https://[2001:db8::1]:8443"]);
         assert!(check(&list, "https://api.example.com/v1").is_ok());
         assert!(check(&list, "https://API.Example.com.:443/").is_ok());
         assert!(check(&list, "http://api.example.com/").is_err(), "scheme");

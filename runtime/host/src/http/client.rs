@@ -96,8 +96,14 @@ impl Outbound {
     }
 
     /// Sends `request` for a call whose deadline is `deadline`.
-    pub(crate) async fn send(&self, request: Request, credentials: &Credentials, deadline: Instant) -> Result<Response, HttpError> {
-        let mut url = Url::parse(&request.url).map_err(|err| HttpError::InvalidRequest(format!("bad URL {:?}: {err}", request.url)))?;
+    pub(crate) async fn send(
+        &self,
+        request: Request,
+        credentials: &Credentials,
+        deadline: Instant,
+    ) -> Result<Response, HttpError> {
+        let mut url = Url::parse(&request.url)
+            .map_err(|err| HttpError::InvalidRequest(format!("bad URL {:?}: {err}", request.url)))?;
         if request.body.len() > self.limits.request {
             return Err(HttpError::TooLarge(format!(
                 "request body of {} bytes is over the {} byte cap",
@@ -131,7 +137,9 @@ impl Outbound {
             let status = response.status();
             let location = response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
             if let (true, Some(location)) = (status.is_redirection(), location) {
-                url = url.join(location).map_err(|err| HttpError::Transport(format!("bad redirect location {location:?}: {err}")))?;
+                url = url
+                    .join(location)
+                    .map_err(|err| HttpError::Transport(format!("bad redirect location {location:?}: {err}")))?;
                 if status == reqwest::StatusCode::SEE_OTHER
                     || (matches!(status.as_u16(), 301 | 302) && method == Method::Post)
                 {
@@ -147,7 +155,8 @@ impl Outbound {
 
     async fn read(&self, mut response: reqwest::Response, until: Instant) -> Result<Response, HttpError> {
         let cap = self.limits.response;
-        let too_large = |size: String| HttpError::TooLarge(format!("response body of {size} bytes is over the {cap} byte cap"));
+        let too_large =
+            |size: String| HttpError::TooLarge(format!("response body of {size} bytes is over the {cap} byte cap"));
         if let Some(length) = response.content_length().filter(|length| *length > cap as u64) {
             return Err(too_large(length.to_string()));
         }
@@ -197,9 +206,9 @@ fn authorize(
 ) -> Result<(), HttpError> {
     let added = match auth {
         RequestAuth::Bearer(name) => {
-            let token = credentials
-                .get_text(name)
-                .ok_or_else(|| HttpError::InvalidRequest(format!("credential {name:?} is not bound to this provider")))?;
+            let token = credentials.get_text(name).ok_or_else(|| {
+                HttpError::InvalidRequest(format!("credential {name:?} is not bound to this provider"))
+            })?;
             vec![("authorization".to_owned(), format!("Bearer {token}"))]
         }
         RequestAuth::AwsSigv4(params) => {

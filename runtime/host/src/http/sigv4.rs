@@ -75,8 +75,17 @@ mod tests {
 
     #[test]
     fn signs_with_named_credentials() {
-        let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI"), ("token", "session")]);
-        let headers = signature_headers(&params(Some("token")), &credentials, "POST", "https://ec2.us-east-1.amazonaws.com/", &[], b"Action=DescribeInstances").unwrap();
+        let credentials =
+            Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI"), ("token", "session")]);
+        let headers = signature_headers(
+            &params(Some("token")),
+            &credentials,
+            "POST",
+            "https://ec2.us-east-1.amazonaws.com/",
+            &[],
+            b"Action=DescribeInstances",
+        )
+        .unwrap();
         let names: Vec<&str> = headers.iter().map(|(name, _)| name.as_str()).collect();
         assert!(names.contains(&"authorization"), "{names:?}");
         assert!(names.contains(&"x-amz-date"));
@@ -90,7 +99,8 @@ mod tests {
     #[test]
     fn refuses_unbound_credentials() {
         let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE")]);
-        let err = signature_headers(&params(None), &credentials, "GET", "https://ec2.amazonaws.com/", &[], b"").unwrap_err();
+        let err =
+            signature_headers(&params(None), &credentials, "GET", "https://ec2.amazonaws.com/", &[], b"").unwrap_err();
         assert!(err.contains("\"secret\" is not bound"), "{err}");
     }
 }

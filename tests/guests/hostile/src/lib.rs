@@ -57,7 +57,12 @@ fn grow(mebibytes: usize) -> usize {
 }
 
 impl LoadBalancer for Hostile {
-    fn ensure_load_balancer(&self, _cluster: &str, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, Error> {
+    fn ensure_load_balancer(
+        &self,
+        _cluster: &str,
+        service: &Service,
+        nodes: &[Node],
+    ) -> Result<LoadBalancerStatus, Error> {
         let arg = annotation(service, "hostile/arg");
         match annotation(service, "hostile/attack") {
             "" => Ok(observed(format!("ok with {} nodes", nodes.len()))),
@@ -84,7 +89,11 @@ impl LoadBalancer for Hostile {
                 Ok(bytes) => Ok(observed(format!("read {} bytes", bytes.len()))),
                 Err(err) => Err(Error::other(format_args!("file: {err}"))),
             },
-            "env" => Ok(observed(format!("{} variables, {} arguments", std::env::vars_os().count(), std::env::args_os().count()))),
+            "env" => Ok(observed(format!(
+                "{} variables, {} arguments",
+                std::env::vars_os().count(),
+                std::env::args_os().count()
+            ))),
             "stdout" => {
                 println!("{arg}");
                 eprintln!("{arg} on stderr");
