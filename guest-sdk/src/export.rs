@@ -30,6 +30,13 @@ fn provider<T: Instance>() -> Result<&'static T::Provider, Error> {
         .ok_or_else(|| Error::Other("the provider was called before `initialize`".into()))
 }
 
+/// Lets go of a call's node list without freeing it: the instance is
+/// discarded after the call, and freeing thousands of strings one by one
+/// would only cost time.
+fn discard(nodes: Vec<Node>) {
+    std::mem::forget(nodes);
+}
+
 fn part<T: Instance, P: ?Sized>(
     select: impl FnOnce(&'static T::Provider) -> Option<&'static P>,
 ) -> Result<&'static P, Error> {
@@ -88,11 +95,15 @@ impl<T: Instance> exports::load_balancer::Guest for Glue<T> {
     }
 
     fn ensure(cluster_name: String, service: Service, nodes: Vec<Node>) -> Result<LoadBalancerStatus, Error> {
-        part::<T, _>(Provider::load_balancer)?.ensure_load_balancer(&cluster_name, &service, &nodes)
+        let status = part::<T, _>(Provider::load_balancer)?.ensure_load_balancer(&cluster_name, &service, &nodes);
+        discard(nodes);
+        status
     }
 
     fn update(cluster_name: String, service: Service, nodes: Vec<Node>) -> Result<(), Error> {
-        part::<T, _>(Provider::load_balancer)?.update_load_balancer(&cluster_name, &service, &nodes)
+        let updated = part::<T, _>(Provider::load_balancer)?.update_load_balancer(&cluster_name, &service, &nodes);
+        discard(nodes);
+        updated
     }
 
     fn ensure_deleted(cluster_name: String, service: Service) -> Result<(), Error> {

@@ -7,20 +7,22 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::wit::wasm_ccm::provider::{credentials, http, log};
+pub use crate::wit::wasm_ccm::provider::credentials::Error as CredentialError;
+pub use crate::wit::wasm_ccm::provider::http::{Error as HttpError, Method, Request, RequestAuth, Response};
+pub use crate::wit::wasm_ccm::provider::log::Level;
 
 /// What a natively running provider reaches instead of the host's imports.
 pub trait Host: Send + Sync {
     /// Sends an HTTP request.
-    fn send(&self, request: &http::Request) -> Result<http::Response, http::Error>;
+    fn send(&self, request: &Request) -> Result<Response, HttpError>;
 
     /// Reads a credential bound to the provider.
-    fn credential(&self, name: &str) -> Result<Vec<u8>, credentials::Error> {
-        Err(credentials::Error::NotFound(name.to_owned()))
+    fn credential(&self, name: &str) -> Result<Vec<u8>, CredentialError> {
+        Err(CredentialError::NotFound(name.to_owned()))
     }
 
     /// Writes a log record.
-    fn log(&self, level: log::Level, message: &str, fields: &[(String, String)]) {
+    fn log(&self, level: Level, message: &str, fields: &[(String, String)]) {
         eprintln!("{level:?} {message} {fields:?}");
     }
 }
@@ -28,8 +30,8 @@ pub trait Host: Send + Sync {
 struct Unconnected;
 
 impl Host for Unconnected {
-    fn send(&self, _request: &http::Request) -> Result<http::Response, http::Error> {
-        Err(http::Error::Transport("no native host is installed".into()))
+    fn send(&self, _request: &Request) -> Result<Response, HttpError> {
+        Err(HttpError::Transport("no native host is installed".into()))
     }
 }
 

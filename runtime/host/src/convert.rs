@@ -144,40 +144,41 @@ fn to_wit_addresses(addresses: &[core::NodeAddress]) -> Vec<wit::NodeAddress> {
 /// What a provider reads of a Node.
 pub(crate) fn node(node: &core::Node) -> wit::Node {
     let metadata = &node.metadata;
-    let spec = node.spec.clone().unwrap_or_default();
-    let status = node.status.clone().unwrap_or_default();
-    let pod_cidrs = match (spec.pod_cidrs, spec.pod_cidr) {
-        (Some(cidrs), _) if !cidrs.is_empty() => cidrs,
-        (_, Some(cidr)) if !cidr.is_empty() => vec![cidr],
+    let spec = node.spec.as_ref();
+    let status = node.status.as_ref();
+    let pod_cidrs = match (spec.and_then(|spec| spec.pod_cidrs.as_ref()), spec.and_then(|spec| spec.pod_cidr.as_ref()))
+    {
+        (Some(cidrs), _) if !cidrs.is_empty() => cidrs.clone(),
+        (_, Some(cidr)) if !cidr.is_empty() => vec![cidr.clone()],
         _ => Vec::new(),
     };
     wit::Node {
         name: metadata.name.clone().unwrap_or_default(),
         uid: metadata.uid.clone().unwrap_or_default(),
-        provider_id: spec.provider_id.filter(|id| !id.is_empty()),
+        provider_id: spec.and_then(|spec| spec.provider_id.clone()).filter(|id| !id.is_empty()),
         labels: pairs(metadata.labels.as_ref()),
         annotations: pairs(metadata.annotations.as_ref()),
-        addresses: to_wit_addresses(status.addresses.as_deref().unwrap_or_default()),
+        addresses: to_wit_addresses(status.and_then(|status| status.addresses.as_deref()).unwrap_or_default()),
         pod_cidrs,
         conditions: status
-            .conditions
+            .and_then(|status| status.conditions.as_deref())
             .unwrap_or_default()
-            .into_iter()
+            .iter()
             .map(|condition| wit::NodeCondition {
                 status: match condition.status.as_str() {
                     "True" => wit::ConditionStatus::True,
                     "False" => wit::ConditionStatus::False,
                     _ => wit::ConditionStatus::Unknown,
                 },
-                condition_type: condition.type_,
-                reason: condition.reason,
-                message: condition.message,
+                condition_type: condition.type_.clone(),
+                reason: condition.reason.clone(),
+                message: condition.message.clone(),
             })
             .collect(),
         taints: spec
-            .taints
+            .and_then(|spec| spec.taints.as_deref())
             .unwrap_or_default()
-            .into_iter()
+            .iter()
             .filter_map(|taint| {
                 let effect = match taint.effect.as_str() {
                     "NoSchedule" => wit::TaintEffect::NoSchedule,
@@ -185,7 +186,7 @@ pub(crate) fn node(node: &core::Node) -> wit::Node {
                     "NoExecute" => wit::TaintEffect::NoExecute,
                     _ => return None,
                 };
-                Some(wit::Taint { key: taint.key, value: taint.value, effect })
+                Some(wit::Taint { key: taint.key.clone(), value: taint.value.clone(), effect })
             })
             .collect(),
     }

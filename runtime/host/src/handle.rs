@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::convert;
 use crate::error::ProviderError;
+use crate::node_sets::NodeSets;
 use crate::provider::{LoadedProvider, Operation, operation};
 use crate::types::{InstanceMetadata, ProviderInfo, Route, Zone};
 
@@ -22,6 +23,7 @@ use crate::types::{InstanceMetadata, ProviderInfo, Route, Zone};
 pub struct ProviderHandle {
     current: Arc<ArcSwap<LoadedProvider>>,
     permits: Arc<Semaphore>,
+    node_sets: Arc<NodeSets>,
 }
 
 /// Builds an [`Operation`] calling `$function` of the `$interface` export
@@ -39,7 +41,7 @@ impl ProviderHandle {
     /// calls at once.
     pub fn new(provider: LoadedProvider) -> Self {
         let permits = Arc::new(Semaphore::new(provider.limits().concurrency.max(1)));
-        ProviderHandle { current: Arc::new(ArcSwap::from_pointee(provider)), permits }
+        ProviderHandle { current: Arc::new(ArcSwap::from_pointee(provider)), permits, node_sets: Arc::default() }
     }
 
     /// The provider new calls go to.
@@ -58,11 +60,23 @@ impl ProviderHandle {
         self.current.load().info().clone()
     }
 
+    async fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ProviderError> {
+        self.permits.acquire().await.map_err(|_| ProviderError::Host("the provider handle is closed".into()))
+    }
+
     async fn call<R: Send>(&self, function: &'static str, operation: Operation<R>) -> Result<R, ProviderError> {
-        let _permit =
-            self.permits.acquire().await.map_err(|_| ProviderError::Host("the provider handle is closed".into()))?;
-        let provider = self.current.load_full();
-        provider.call(function, operation).await
+        let _permit = self.permit().await?;
+        self.current.load_full().call(function, operation).await
+    }
+
+    /// Starts an instance of the current provider and asks its name: a
+    /// liveness check for the sandbox.
+    ///
+    /// # Errors
+    /// The sandbox's error.
+    pub async fn probe(&self) -> Result<(), ProviderError> {
+        let _permit = self.permit().await?;
+        self.current.load_full().probe().await
     }
 
     fn cluster_name(&self) -> String {
@@ -107,7 +121,8 @@ impl ProviderHandle {
         service: &Service,
         nodes: &[Node],
     ) -> Result<LoadBalancerStatus, ProviderError> {
-        let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, convert::nodes(nodes));
+        let (cluster, service, nodes) =
+            (self.cluster_name(), convert::service(service)?, self.node_sets.convert(nodes));
         let status = self
             .call(
                 "load-balancer.ensure",
@@ -122,7 +137,8 @@ impl ProviderHandle {
     /// # Errors
     /// The provider's error, or the sandbox's.
     pub async fn update_load_balancer(&self, service: &Service, nodes: &[Node]) -> Result<(), ProviderError> {
-        let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, convert::nodes(nodes));
+        let (cluster, service, nodes) =
+            (self.cluster_name(), convert::service(service)?, self.node_sets.convert(nodes));
         self.call(
             "load-balancer.update",
             operation!(wasm_ccm_provider_load_balancer.call_update(cluster, service, nodes)),

@@ -21,6 +21,7 @@ mod handle;
 pub mod http;
 pub mod limits;
 mod log;
+mod node_sets;
 mod provider;
 pub mod types;
 mod wasi;

@@ -194,6 +194,28 @@ impl LoadedProvider {
         .await
     }
 
+    /// Starts an instance and asks its name, without `initialize`: the
+    /// cheapest proof that the provider can serve.
+    pub(crate) async fn probe(&self) -> Result<(), ProviderError> {
+        let name = self
+            .run(
+                "provider.name",
+                false,
+                operation(|bindings, store| {
+                    Box::pin(async move { bindings.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) })
+                }),
+            )
+            .await?;
+        if name == self.info.name {
+            Ok(())
+        } else {
+            Err(ProviderError::InvalidResult(format!(
+                "the provider now calls itself {name:?}, not {:?}",
+                self.info.name
+            )))
+        }
+    }
+
     /// Runs `operation` on a fresh, initialised instance.
     pub(crate) async fn call<R: Send>(
         &self,

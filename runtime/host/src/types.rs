@@ -3,9 +3,11 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::NodeAddress;
+use serde::{Deserialize, Serialize};
 
 /// The parts of `cloudprovider.Interface` a provider supports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Parts {
     /// `LoadBalancer()`.
     pub load_balancer: bool,
@@ -22,7 +24,8 @@ pub struct Parts {
 }
 
 /// What a provider says about itself once initialised.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderInfo {
     /// `ProviderName()`.
     pub name: String,
@@ -33,7 +36,8 @@ pub struct ProviderInfo {
 }
 
 /// `cloudprovider.InstanceMetadata`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InstanceMetadata {
     /// The Node's `spec.providerID`.
     pub provider_id: String,
@@ -50,7 +54,8 @@ pub struct InstanceMetadata {
 }
 
 /// `cloudprovider.Zone`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Zone {
     /// The zone.
     pub failure_domain: String,
@@ -59,7 +64,8 @@ pub struct Zone {
 }
 
 /// `cloudprovider.Route`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Route {
     /// The cloud's name for the route.
     pub name: String,

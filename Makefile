@@ -1,0 +1,23 @@
+# wasm-ccm's entry points; README.md explains them.
+CARGO ?= cargo
+
+.PHONY: demo test guests lint
+
+## Build the providers, then load the fake provider and call it.
+demo: guests
+	$(CARGO) run --locked -p wasm-ccm -- provider call info --provider target/wasm/provider_fake.wasm
+	$(CARGO) run --locked -p wasm-ccm -- provider call instance-metadata '{"metadata": {"name": "node-a"}}' \
+		--provider target/wasm/provider_fake.wasm --cloud-config providers/fake/examples/demo.json
+
+## Set up and run the whole test suite, with the format and lint checks.
+test: guests lint
+	$(CARGO) build --locked --workspace --bins
+	$(CARGO) test --locked --workspace
+
+## Build every provider and test guest into a component under target/wasm.
+guests:
+	providers/build.sh
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings

@@ -1,0 +1,34 @@
+//! The command line.
+
+use clap::{Parser, Subcommand};
+
+use crate::logging::LogArgs;
+use crate::provider_call::CallArgs;
+
+/// A Kubernetes cloud-controller-manager whose cloud provider is a
+/// WebAssembly component.
+#[derive(Debug, Parser)]
+#[command(name = "wasm-ccm", version, about, max_term_width = 100)]
+pub struct Args {
+    /// How to log.
+    #[command(flatten)]
+    pub logging: LogArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Work with provider components.
+    #[command(subcommand)]
+    Provider(ProviderCommand),
+}
+
+/// The `provider` commands.
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Load a provider and call one of its functions; prints the result as JSON.
+    Call(CallArgs),
+}

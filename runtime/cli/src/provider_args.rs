@@ -1,0 +1,83 @@
+//! The flags that say which provider to run and how to sandbox it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use bytesize::ByteSize;
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec};
+
+/// Which provider, its configuration, credentials and limits.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProviderArgs {
+    /// The provider component, a `.wasm` file.
+    #[arg(long = "provider", value_name = "FILE", env = "WASM_CCM_PROVIDER")]
+    pub provider: PathBuf,
+    /// The provider's configuration file, passed to it verbatim.
+    #[arg(long = "cloud-config", value_name = "FILE")]
+    pub cloud_config: Option<PathBuf>,
+    /// A directory of credential files bound to the provider, such as a
+    /// mounted Secret.
+    #[arg(long = "provider-credentials", value_name = "DIR")]
+    pub credentials: Option<PathBuf>,
+    /// Where the provider may send HTTP requests: `scheme://host[:ports]`,
+    /// repeated or comma-separated. Empty: nowhere.
+    #[arg(long = "provider-allow", value_name = "URL", value_delimiter = ',')]
+    pub allow: Vec<String>,
+    /// How long one provider call may take, host calls included.
+    #[arg(long = "provider-deadline", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub deadline: Duration,
+    /// The most memory one provider instance may use.
+    #[arg(long = "provider-memory", value_name = "SIZE", default_value = "64MiB")]
+    pub memory: ByteSize,
+    /// Provider calls at once; more wait.
+    #[arg(long = "provider-concurrency", value_name = "N", default_value_t = 64)]
+    pub concurrency: usize,
+    /// The largest HTTP response body the provider may receive.
+    #[arg(long = "provider-max-response", value_name = "SIZE", default_value = "16MiB")]
+    pub max_response: ByteSize,
+}
+
+impl ProviderArgs {
+    /// Reads the component, configuration and credentials into a spec.
+    ///
+    /// # Errors
+    /// When a file cannot be read or a flag is invalid.
+    pub fn spec(&self, name: &str, cluster_name: &str) -> anyhow::Result<ProviderSpec> {
+        if self.concurrency == 0 {
+            anyhow::bail!("--provider-concurrency must be at least 1");
+        }
+        if self.deadline.is_zero() {
+            anyhow::bail!("--provider-deadline must be longer than zero");
+        }
+        let wasm = std::fs::read(&self.provider)
+            .with_context(|| format!("cannot read the provider {}", self.provider.display()))?;
+        let config = match &self.cloud_config {
+            Some(path) => {
+                std::fs::read(path).with_context(|| format!("cannot read --cloud-config {}", path.display()))?
+            }
+            None => Vec::new(),
+        };
+        let credentials = match &self.credentials {
+            Some(dir) => Credentials::from_dir(dir)?,
+            None => Credentials::default(),
+        };
+        let allow_list = AllowList::parse(&self.allow)?;
+        let limits = Limits {
+            deadline: self.deadline,
+            memory: self.memory.as_u64(),
+            concurrency: self.concurrency,
+            http_response_body: usize::try_from(self.max_response.as_u64()).unwrap_or(usize::MAX),
+            ..Limits::default()
+        };
+        Ok(ProviderSpec {
+            name: name.to_owned(),
+            wasm: wasm.into(),
+            config: config.into(),
+            cluster_name: cluster_name.to_owned(),
+            credentials,
+            allow_list,
+            limits,
+        })
+    }
+}
