@@ -1,7 +1,7 @@
 # wasm-ccm's entry points; README.md explains them.
 CARGO ?= cargo
 
-.PHONY: demo test guests lint
+.PHONY: demo test guests lint test-servers
 
 ## Build the providers, then load the fake provider and call it.
 demo: guests
@@ -10,13 +10,17 @@ demo: guests
 		--provider target/wasm/provider_fake.wasm --cloud-config providers/fake/examples/demo.json
 
 ## Set up and run the whole test suite, with the format and lint checks.
-test: guests lint
+test: guests test-servers lint
 	$(CARGO) build --locked --workspace --bins
 	$(CARGO) test --locked --workspace
 
 ## Build every provider and test guest into a component under target/wasm.
 guests:
 	providers/build.sh
+
+## Install the servers tests run against (an AWS API emulator).
+test-servers:
+	tests/setup.sh
 
 lint:
 	$(CARGO) fmt --all --check
