@@ -1,1 +1,35 @@
-//! The cloud controllers.
+//! The cloud controllers of wasm-ccm, as upstream's cloud-controller-manager
+//! runs them, calling a WebAssembly provider through
+//! [`wasm_ccm_host::ProviderHandle`]:
+//!
+//! - the **service** controller: a load balancer for every Service of type
+//!   LoadBalancer, kept in step with the nodes, repaired when it drifts;
+//! - the **cloud node** controller: initialises new nodes from the cloud;
+//! - the **cloud node lifecycle** controller: deletes nodes whose instances
+//!   are gone and taints those shut down;
+//! - the **route** controller: cloud routes for the nodes' pod CIDRs.
+//!
+//! [`ControllerManager`] runs those enabled on one watch of nodes and one of
+//! Services.
+
+mod client;
+mod cloud;
+pub mod config;
+mod events;
+mod informer;
+mod lifecycle;
+mod locks;
+mod manager;
+pub mod metrics;
+mod node;
+mod nodes;
+mod route;
+mod service;
+mod taints;
+mod workqueue;
+
+pub use client::{ClientError, client};
+pub use config::{ControllerName, Settings, enabled_controllers};
+pub use manager::{ControllerManager, Readiness, StartError};
+pub use metrics::Metrics;
+pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

@@ -1,0 +1,141 @@
+//! What the controllers run and how: upstream's flags, parsed.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+/// One of the cloud controllers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ControllerName {
+    /// Load balancers for Services.
+    Service,
+    /// Initialises new nodes from the cloud.
+    CloudNode,
+    /// Deletes or taints nodes whose instances are gone or shut down.
+    CloudNodeLifecycle,
+    /// Cloud routes for pod CIDRs.
+    Route,
+}
+
+impl ControllerName {
+    /// Every controller, in upstream's order.
+    pub const ALL: [ControllerName; 4] =
+        [ControllerName::CloudNode, ControllerName::CloudNodeLifecycle, ControllerName::Service, ControllerName::Route];
+
+    /// Its name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControllerName::Service => "service",
+            ControllerName::CloudNode => "cloud-node",
+            ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle",
+            ControllerName::Route => "route",
+        }
+    }
+}
+
+impl fmt::Display for ControllerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ControllerName {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        ControllerName::ALL.into_iter().find(|controller| controller.as_str() == name).ok_or_else(|| {
+            let known: Vec<&str> = ControllerName::ALL.iter().map(|controller| controller.as_str()).collect();
+            format!("unknown controller {name:?}; known: {}", known.join(", "))
+        })
+    }
+}
+
+/// Which controllers run, from upstream's `--controllers` syntax: `*` for
+/// all, a name to enable one, `-name` to disable one.
+///
+/// # Errors
+/// On an unknown name.
+pub fn enabled_controllers(list: &[String]) -> Result<BTreeSet<ControllerName>, String> {
+    let mut enabled = BTreeSet::new();
+    let mut disabled = BTreeSet::new();
+    for item in list.iter().map(|item| item.trim()).filter(|item| !item.is_empty()) {
+        match item {
+            "*" => enabled.extend(ControllerName::ALL),
+            _ => match item.strip_prefix('-') {
+                Some(name) => {
+                    disabled.insert(name.parse()?);
+                }
+                None => {
+                    enabled.insert(item.parse()?);
+                }
+            },
+        }
+    }
+    Ok(enabled.difference(&disabled).copied().collect())
+}
+
+/// How the controllers run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The controllers to run.
+    pub controllers: BTreeSet<ControllerName>,
+    /// `--cluster-name`, passed to the provider.
+    pub cluster_name: String,
+    /// `--cluster-cidr`: the networks routes are managed in.
+    pub cluster_cidrs: Vec<IpNet>,
+    /// `--configure-cloud-routes`.
+    pub configure_cloud_routes: bool,
+    /// `--concurrent-service-syncs`.
+    pub concurrent_service_syncs: usize,
+    /// `--concurrent-node-syncs`.
+    pub concurrent_node_syncs: usize,
+    /// `--node-monitor-period`.
+    pub node_monitor_period: Duration,
+    /// `--node-status-update-frequency`.
+    pub node_status_update_frequency: Duration,
+    /// `--route-reconciliation-period`.
+    pub route_reconciliation_period: Duration,
+    /// How often every load balancer is ensured again to repair drift in the
+    /// cloud; zero disables it.
+    pub load_balancer_resync_period: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            controllers: ControllerName::ALL.into_iter().collect(),
+            cluster_name: "kubernetes".to_owned(),
+            cluster_cidrs: Vec::new(),
+            configure_cloud_routes: true,
+            concurrent_service_syncs: 20,
+            concurrent_node_syncs: 10,
+            node_monitor_period: Duration::from_secs(5),
+            node_status_update_frequency: Duration::from_secs(300),
+            route_reconciliation_period: Duration::from_secs(10),
+            load_balancer_resync_period: Duration::from_secs(600),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(list: &[&str]) -> Result<Vec<&'static str>, String> {
+        let list: Vec<String> = list.iter().map(|item| (*item).to_owned()).collect();
+        Ok(enabled_controllers(&list)?.into_iter().map(ControllerName::as_str).collect())
+    }
+
+    #[test]
+    fn parses_upstream_controller_lists() {
+        assert_eq!(parse(&["*"]).unwrap(), ["service", "cloud-node", "cloud-node-lifecycle", "route"]);
+        assert_eq!(parse(&["*", "-route"]).unwrap(), ["service", "cloud-node", "cloud-node-lifecycle"]);
+        assert_eq!(parse(&["service", "route"]).unwrap(), ["service", "route"]);
+        assert_eq!(parse(&["-service", "*"]).unwrap(), ["cloud-node", "cloud-node-lifecycle", "route"]);
+        assert!(parse(&[]).unwrap().is_empty());
+        assert!(parse(&["services"]).unwrap_err().contains("unknown controller \"services\""));
+    }
+}

@@ -1,0 +1,59 @@
+//! One watch per kind of object, shared by every controller: a cache they
+//! all read, and a callback on every change.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+/// A change the cache has seen.
+#[derive(Debug)]
+pub enum Change<K> {
+    /// An object was created or modified, or listed after a restart of the
+    /// watch.
+    Applied(Arc<K>),
+    /// An object was deleted.
+    Deleted(Arc<K>),
+    /// The watch (re)started and the cache now holds the complete set:
+    /// objects deleted while it was disconnected are no longer in it.
+    Resynced,
+}
+
+/// Watches `api` until `stop`, keeping the returned store up to date and
+/// calling `on_change` with every change after the store has applied it.
+/// The watch restarts with backoff after errors, a dropped stream or an
+/// expired resource version.
+pub fn informer<K, F>(api: Api<K>, stop: CancellationToken, mut on_change: F) -> (Store<K>, impl Future<Output = ()>)
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    F: FnMut(Change<K>) + Send + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff());
+    let run = async move {
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            let event = tokio::select! {
+                () = stop.cancelled() => return,
+                event = stream.next() => event,
+            };
+            match event {
+                Some(Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object))) => {
+                    on_change(Change::Applied(Arc::new(object)));
+                }
+                Some(Ok(watcher::Event::Delete(object))) => on_change(Change::Deleted(Arc::new(object))),
+                Some(Ok(watcher::Event::InitDone)) => on_change(Change::Resynced),
+                Some(Ok(watcher::Event::Init)) => {}
+                Some(Err(err)) => tracing::warn!(kind = %K::kind(&()), "watch failed, retrying: {err}"),
+                None => return,
+            }
+        }
+    };
+    (store, run)
+}

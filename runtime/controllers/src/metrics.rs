@@ -1,0 +1,193 @@
+//! The controllers' Prometheus metrics, under upstream's names where
+//! upstream has them.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels of a work queue's metrics.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    /// The queue's name.
+    pub name: String,
+}
+
+/// Labels of `running_managed_controllers`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    /// The controller's name.
+    pub name: String,
+    /// Who manages it.
+    pub manager: String,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+fn delay_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.1, 2.0, 14))
+}
+
+struct Families {
+    loadbalancer_sync: Counter,
+    nodesync_latency: Histogram,
+    nodesync_errors: Counter,
+    update_host_latency: Histogram,
+    taint_removal_delay: Histogram,
+    initial_node_sync_delay: Histogram,
+    running_controllers: Family<ControllerLabels, Gauge>,
+    queue_depth: Family<QueueLabels, Gauge>,
+    queue_adds: Family<QueueLabels, Counter>,
+    queue_duration: Family<QueueLabels, Histogram>,
+    work_duration: Family<QueueLabels, Histogram>,
+    queue_retries: Family<QueueLabels, Counter>,
+}
+
+/// The controllers' metrics; clones share them.
+#[derive(Clone)]
+pub struct Metrics {
+    families: Arc<Families>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            families: Arc::new(Families {
+                loadbalancer_sync: Counter::default(),
+                nodesync_latency: latency_histogram(),
+                nodesync_errors: Counter::default(),
+                update_host_latency: latency_histogram(),
+                taint_removal_delay: delay_histogram(),
+                initial_node_sync_delay: delay_histogram(),
+                running_controllers: Family::default(),
+                queue_depth: Family::default(),
+                queue_adds: Family::default(),
+                queue_duration: Family::new_with_constructor(latency_histogram),
+                work_duration: Family::new_with_constructor(latency_histogram),
+                queue_retries: Family::default(),
+            }),
+        }
+    }
+}
+
+/// One work queue's metrics.
+#[derive(Clone)]
+pub struct QueueMetrics {
+    /// Keys waiting.
+    pub depth: Gauge,
+    /// Keys added.
+    pub adds: Counter,
+    /// Seconds keys waited before a worker took them.
+    pub queue_duration: Histogram,
+    /// Seconds a worker spent on a key.
+    pub work_duration: Histogram,
+    /// Keys requeued after a failure.
+    pub retries: Counter,
+}
+
+impl Metrics {
+    /// Registers every metric in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        let families = &self.families;
+        let service = registry.sub_registry_with_prefix("service_controller");
+        service.register(
+            "loadbalancer_sync",
+            "Times any load balancer was configured, as an effect of service or node changes",
+            families.loadbalancer_sync.clone(),
+        );
+        service.register(
+            "nodesync_latency_seconds",
+            "Seconds a node sync took to update every load balancer",
+            families.nodesync_latency.clone(),
+        );
+        service.register(
+            "nodesync_error",
+            "Node syncs that failed to update a load balancer",
+            families.nodesync_errors.clone(),
+        );
+        service.register(
+            "update_loadbalancer_host_latency_seconds",
+            "Seconds one load balancer took to update its hosts",
+            families.update_host_latency.clone(),
+        );
+        let node = registry.sub_registry_with_prefix("node_controller");
+        node.register(
+            "cloud_provider_taint_removal_delay_seconds",
+            "Seconds from a node's creation to the removal of its cloud provider taint",
+            families.taint_removal_delay.clone(),
+        );
+        node.register(
+            "initial_node_sync_delay_seconds",
+            "Seconds from a node's creation to its first sync",
+            families.initial_node_sync_delay.clone(),
+        );
+        registry.register(
+            "running_managed_controllers",
+            "Controllers running, by name and manager",
+            families.running_controllers.clone(),
+        );
+        let queue = registry.sub_registry_with_prefix("workqueue");
+        queue.register("depth", "Keys waiting in a work queue", families.queue_depth.clone());
+        queue.register("adds", "Keys added to a work queue", families.queue_adds.clone());
+        queue.register(
+            "queue_duration_seconds",
+            "Seconds a key waited in a work queue before a worker took it",
+            families.queue_duration.clone(),
+        );
+        queue.register("work_duration_seconds", "Seconds a worker spent on a key", families.work_duration.clone());
+        queue.register("retries", "Keys requeued after a failure", families.queue_retries.clone());
+    }
+
+    /// The metrics of the work queue `name`.
+    pub fn queue(&self, name: &str) -> QueueMetrics {
+        let labels = QueueLabels { name: name.to_owned() };
+        let families = &self.families;
+        QueueMetrics {
+            depth: families.queue_depth.get_or_create(&labels).clone(),
+            adds: families.queue_adds.get_or_create(&labels).clone(),
+            queue_duration: families.queue_duration.get_or_create(&labels).clone(),
+            work_duration: families.work_duration.get_or_create(&labels).clone(),
+            retries: families.queue_retries.get_or_create(&labels).clone(),
+        }
+    }
+
+    /// Counts a load balancer configured.
+    pub fn load_balancer_synced(&self) {
+        self.families.loadbalancer_sync.inc();
+    }
+
+    /// Records a node sync that took `seconds`, and whether it failed.
+    pub fn node_sync(&self, seconds: f64, failed: bool) {
+        self.families.nodesync_latency.observe(seconds);
+        if failed {
+            self.families.nodesync_errors.inc();
+        }
+    }
+
+    /// Records one load balancer's host update taking `seconds`.
+    pub fn host_update(&self, seconds: f64) {
+        self.families.update_host_latency.observe(seconds);
+    }
+
+    /// Records a node's first sync `seconds` after its creation.
+    pub fn initial_node_sync(&self, seconds: f64) {
+        self.families.initial_node_sync_delay.observe(seconds);
+    }
+
+    /// Records a cloud taint removed `seconds` after the node's creation.
+    pub fn taint_removed(&self, seconds: f64) {
+        self.families.taint_removal_delay.observe(seconds);
+    }
+
+    /// Marks the controller `name` running or stopped.
+    pub fn controller_running(&self, name: &str, running: bool) {
+        let labels = ControllerLabels { name: name.to_owned(), manager: "wasm-ccm".to_owned() };
+        self.families.running_controllers.get_or_create(&labels).set(i64::from(running));
+    }
+}

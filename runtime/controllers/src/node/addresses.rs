@@ -1,0 +1,169 @@
+//! A node's addresses from its cloud's, with the IPs kubelet was given
+//! (`--node-ip`, in the `alpha.kubernetes.io/provided-node-ip` annotation)
+//! enforced, as upstream does.
+
+use std::net::IpAddr;
+
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
+
+/// The annotation kubelet sets to its `--node-ip`, one IP or `ipv4,ipv6`.
+pub const PROVIDED_NODE_IP: &str = "alpha.kubernetes.io/provided-node-ip";
+
+/// Why the cloud's addresses cannot be the node's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// The annotation does not hold one IP or an IPv4 and an IPv6 address.
+    #[error("invalid {PROVIDED_NODE_IP} annotation {0:?}")]
+    BadAnnotation(String),
+    /// A provided IP is not among the cloud's addresses.
+    #[error("failed to get node address from cloud provider that matches ip: {0}")]
+    NoMatch(IpAddr),
+}
+
+/// The IPs kubelet was given, in order; empty without the annotation.
+///
+/// # Errors
+/// When the annotation is malformed.
+pub fn provided_node_ips(node: &Node) -> Result<Vec<IpAddr>, AddressError> {
+    let Some(value) = node.metadata.annotations.as_ref().and_then(|annotations| annotations.get(PROVIDED_NODE_IP))
+    else {
+        return Ok(Vec::new());
+    };
+    let bad = || AddressError::BadAnnotation(value.clone());
+    let ips: Vec<IpAddr> = value.split(',').map(|ip| ip.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+    match ips.as_slice() {
+        [_] => Ok(ips),
+        [first, second] if first.is_ipv4() != second.is_ipv4() => Ok(ips),
+        _ => Err(bad()),
+    }
+}
+
+fn same_ip(address: &str, ip: IpAddr) -> bool {
+    address.parse::<IpAddr>().is_ok_and(|parsed| parsed == ip)
+}
+
+/// The addresses the node should have: for every provided IP, the cloud's
+/// addresses equal to it come first and replace the cloud's other addresses
+/// of the same types; the cloud's remaining addresses follow; the host name
+/// kubelet set is kept when the cloud gives none.
+///
+/// # Errors
+/// When a provided IP is not among the cloud's addresses.
+pub fn node_addresses(
+    cloud: &[NodeAddress],
+    provided: &[IpAddr],
+    existing: &[NodeAddress],
+) -> Result<Vec<NodeAddress>, AddressError> {
+    let mut addresses = Vec::new();
+    let mut enforced_types = Vec::new();
+    for ip in provided {
+        let matching: Vec<&NodeAddress> = cloud.iter().filter(|address| same_ip(&address.address, *ip)).collect();
+        if matching.is_empty() {
+            return Err(AddressError::NoMatch(*ip));
+        }
+        for address in matching {
+            enforced_types.push(address.type_.clone());
+            addresses.push(address.clone());
+        }
+    }
+    addresses.extend(cloud.iter().filter(|address| !enforced_types.contains(&address.type_)).cloned());
+    if !addresses.iter().any(|address| address.type_ == "Hostname") {
+        addresses.extend(existing.iter().filter(|address| address.type_ == "Hostname").cloned());
+    }
+    let mut unique = Vec::with_capacity(addresses.len());
+    for address in addresses {
+        if !unique.contains(&address) {
+            unique.push(address);
+        }
+    }
+    Ok(unique)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn address(type_: &str, address: &str) -> NodeAddress {
+        NodeAddress { type_: type_.into(), address: address.into() }
+    }
+
+    fn annotated(value: &str) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                annotations: Some([(PROVIDED_NODE_IP.to_owned(), value.to_owned())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parses_the_annotation() {
+        assert_eq!(provided_node_ips(&Node::default()).unwrap(), Vec::<IpAddr>::new());
+        assert_eq!(provided_node_ips(&annotated("10.0.0.1")).unwrap(), ["10.0.0.1".parse::<IpAddr>().unwrap()]);
+        assert_eq!(provided_node_ips(&annotated("10.0.0.1, fd00::1")).unwrap().len(), 2);
+        for bad in ["nope", "10.0.0.1,10.0.0.2", "10.0.0.1,fd00::1,10.0.0.3", ""] {
+            assert!(matches!(provided_node_ips(&annotated(bad)), Err(AddressError::BadAnnotation(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn without_provided_ips_the_cloud_decides() {
+        let cloud = [address("InternalIP", "10.0.0.1"), address("ExternalIP", "203.0.113.1")];
+        assert_eq!(node_addresses(&cloud, &[], &[]).unwrap(), cloud);
+    }
+
+    #[test]
+    fn a_provided_ip_replaces_the_others_of_its_type() {
+        let cloud = [
+            address("InternalIP", "10.0.0.1"),
+            address("InternalIP", "10.0.0.2"),
+            address("ExternalIP", "203.0.113.1"),
+        ];
+        let provided = ["10.0.0.2".parse().unwrap()];
+        assert_eq!(
+            node_addresses(&cloud, &provided, &[]).unwrap(),
+            [address("InternalIP", "10.0.0.2"), address("ExternalIP", "203.0.113.1")]
+        );
+    }
+
+    #[test]
+    fn dual_stack_provided_ips_come_first() {
+        let cloud = [
+            address("InternalIP", "10.0.0.1"),
+            address("InternalIP", "10.0.0.2"),
+            address("InternalIP", "fd00::2"),
+            address("InternalDNS", "node.internal"),
+        ];
+        let provided = ["10.0.0.2".parse().unwrap(), "fd00::2".parse().unwrap()];
+        assert_eq!(
+            node_addresses(&cloud, &provided, &[]).unwrap(),
+            [
+                address("InternalIP", "10.0.0.2"),
+                address("InternalIP", "fd00::2"),
+                address("InternalDNS", "node.internal")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_provided_ip_the_cloud_does_not_know_is_an_error() {
+        let cloud = [address("InternalIP", "10.0.0.1")];
+        let provided = ["10.0.0.9".parse().unwrap()];
+        assert_eq!(node_addresses(&cloud, &provided, &[]), Err(AddressError::NoMatch(provided[0])));
+    }
+
+    #[test]
+    fn keeps_kubelet_s_host_name_when_the_cloud_has_none() {
+        let cloud = [address("InternalIP", "10.0.0.1")];
+        let existing = [address("Hostname", "node-a"), address("InternalIP", "192.168.0.1")];
+        assert_eq!(
+            node_addresses(&cloud, &[], &existing).unwrap(),
+            [address("InternalIP", "10.0.0.1"), address("Hostname", "node-a")]
+        );
+        let named = [address("InternalIP", "10.0.0.1"), address("Hostname", "cloud-name")];
+        assert_eq!(node_addresses(&named, &[], &existing).unwrap(), named);
+    }
+}

@@ -1,0 +1,200 @@
+//! Upstream's rules for which Services get a load balancer, when one must be
+//! cleaned up, which changes need a sync, and which nodes back it.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
+
+/// The finalizer that keeps a Service until its load balancer is gone.
+pub const LOAD_BALANCER_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+/// Nodes with this label back no load balancer.
+pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+/// The cluster autoscaler's taint on a node it is removing.
+pub const AUTOSCALER_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// Whether the Service should have a load balancer from this controller:
+/// type LoadBalancer and no `loadBalancerClass` (a class means another
+/// controller owns it).
+pub fn wants_load_balancer(service: &Service) -> bool {
+    service
+        .spec
+        .as_ref()
+        .is_some_and(|spec| spec.type_.as_deref() == Some("LoadBalancer") && spec.load_balancer_class.is_none())
+}
+
+/// Whether the Service carries the load-balancer finalizer.
+pub fn has_finalizer(service: &Service) -> bool {
+    service.metadata.finalizers.iter().flatten().any(|finalizer| finalizer == LOAD_BALANCER_FINALIZER)
+}
+
+/// Whether the Service's load balancer must be deleted: it has the
+/// finalizer and is being deleted or no longer wants a load balancer.
+pub fn needs_cleanup(service: &Service) -> bool {
+    has_finalizer(service) && (service.metadata.deletion_timestamp.is_some() || !wants_load_balancer(service))
+}
+
+/// A digest of what upstream's `needsUpdate` compares: when it changes, the
+/// Service needs a sync.
+pub fn sync_digest(service: &Service) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    wants_load_balancer(service).hash(&mut hasher);
+    service.metadata.uid.hash(&mut hasher);
+    service.metadata.annotations.hash(&mut hasher);
+    service.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    if let Some(spec) = &service.spec {
+        spec.load_balancer_source_ranges.hash(&mut hasher);
+        for port in spec.ports.iter().flatten() {
+            port.name.hash(&mut hasher);
+            port.protocol.hash(&mut hasher);
+            port.port.hash(&mut hasher);
+            port.node_port.hash(&mut hasher);
+            serde_json::to_string(&port.target_port).unwrap_or_default().hash(&mut hasher);
+            port.app_protocol.hash(&mut hasher);
+        }
+        spec.session_affinity.hash(&mut hasher);
+        serde_json::to_string(&spec.session_affinity_config).unwrap_or_default().hash(&mut hasher);
+        spec.load_balancer_ip.hash(&mut hasher);
+        spec.external_ips.hash(&mut hasher);
+        spec.external_traffic_policy.hash(&mut hasher);
+        spec.health_check_node_port.hash(&mut hasher);
+        spec.ip_families.as_ref().map_or(0, Vec::len).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// Whether the node may back load balancers: not being deleted, not
+/// excluded by label, not being removed by the cluster autoscaler. Its
+/// readiness does not matter, as upstream since 1.30.
+pub fn is_eligible(node: &Node) -> bool {
+    let excluded = node.metadata.labels.as_ref().is_some_and(|labels| labels.contains_key(EXCLUDE_LABEL));
+    let autoscaled_away = node
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.taints.as_ref())
+        .is_some_and(|taints| taints.iter().any(|taint| taint.key == AUTOSCALER_TAINT));
+    node.metadata.deletion_timestamp.is_none() && !excluded && !autoscaled_away
+}
+
+/// Whether two statuses have the same ingress, as upstream compares them.
+pub fn same_ingress(current: Option<&LoadBalancerStatus>, desired: &LoadBalancerStatus) -> bool {
+    let normalize =
+        |status: Option<&LoadBalancerStatus>| status.and_then(|status| status.ingress.clone()).unwrap_or_default();
+    normalize(current) == normalize(Some(desired))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{LoadBalancerIngress, NodeSpec, ServicePort, ServiceSpec, Taint};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    use super::*;
+
+    fn service(type_: &str) -> Service {
+        Service {
+            metadata: ObjectMeta { name: Some("web".into()), uid: Some("uid".into()), ..Default::default() },
+            spec: Some(ServiceSpec {
+                type_: Some(type_.into()),
+                ports: Some(vec![ServicePort { port: 80, node_port: Some(30080), ..Default::default() }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn deleting(mut service: Service) -> Service {
+        service.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        service
+    }
+
+    fn finalized(mut service: Service) -> Service {
+        service.metadata.finalizers = Some(vec![LOAD_BALANCER_FINALIZER.into()]);
+        service
+    }
+
+    #[test]
+    fn wants_a_load_balancer_without_a_class() {
+        assert!(wants_load_balancer(&service("LoadBalancer")));
+        assert!(!wants_load_balancer(&service("NodePort")));
+        let mut classed = service("LoadBalancer");
+        classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
+        assert!(!wants_load_balancer(&classed));
+    }
+
+    #[test]
+    fn cleanup_needs_the_finalizer_and_deletion_or_a_type_change() {
+        assert!(!needs_cleanup(&service("LoadBalancer")));
+        assert!(!needs_cleanup(&deleting(service("LoadBalancer"))), "no finalizer, nothing to clean");
+        assert!(!needs_cleanup(&finalized(service("LoadBalancer"))));
+        assert!(needs_cleanup(&deleting(finalized(service("LoadBalancer")))));
+        assert!(needs_cleanup(&finalized(service("ClusterIP"))));
+    }
+
+    #[test]
+    fn only_relevant_changes_need_a_sync() {
+        let base = service("LoadBalancer");
+        let digest = sync_digest(&base);
+        let mut status_only = base.clone();
+        status_only.status = Some(Default::default());
+        status_only.metadata.resource_version = Some("42".into());
+        status_only.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+        assert_eq!(sync_digest(&status_only), digest, "status, labels and versions are not relevant");
+
+        let mut changes: Vec<Service> = Vec::new();
+        let mut port = base.clone();
+        port.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].port = 81;
+        changes.push(port);
+        let mut annotated = base.clone();
+        annotated.metadata.annotations = Some([("a".to_owned(), "b".to_owned())].into());
+        changes.push(annotated);
+        let mut ranges = base.clone();
+        ranges.spec.as_mut().unwrap().load_balancer_source_ranges = Some(vec!["10.0.0.0/8".into()]);
+        changes.push(ranges);
+        let mut policy = base.clone();
+        policy.spec.as_mut().unwrap().external_traffic_policy = Some("Local".into());
+        changes.push(policy);
+        let mut families = base.clone();
+        families.spec.as_mut().unwrap().ip_families = Some(vec!["IPv4".into(), "IPv6".into()]);
+        changes.push(families);
+        changes.push(service("ClusterIP"));
+        changes.push(deleting(base.clone()));
+        for changed in changes {
+            assert_ne!(sync_digest(&changed), digest, "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn eligible_nodes() {
+        let node = |labels: Option<&str>, taint: Option<&str>| Node {
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                labels: labels.map(|label| [(label.to_owned(), String::new())].into()),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                taints: taint
+                    .map(|key| vec![Taint { key: key.into(), effect: "NoSchedule".into(), ..Default::default() }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(is_eligible(&node(None, None)));
+        assert!(is_eligible(&node(Some("other"), Some("other"))));
+        assert!(!is_eligible(&node(Some(EXCLUDE_LABEL), None)));
+        assert!(!is_eligible(&node(None, Some(AUTOSCALER_TAINT))));
+        let mut gone = node(None, None);
+        gone.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        assert!(!is_eligible(&gone));
+    }
+
+    #[test]
+    fn ingress_comparison() {
+        let status = |ip: &str| LoadBalancerStatus {
+            ingress: Some(vec![LoadBalancerIngress { ip: Some(ip.into()), ..Default::default() }]),
+        };
+        assert!(same_ingress(Some(&status("1.2.3.4")), &status("1.2.3.4")));
+        assert!(!same_ingress(Some(&status("1.2.3.4")), &status("1.2.3.5")));
+        assert!(!same_ingress(None, &status("1.2.3.4")));
+        assert!(same_ingress(None, &LoadBalancerStatus::default()));
+    }
+}

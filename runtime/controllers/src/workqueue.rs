@@ -1,0 +1,311 @@
+//! A keyed work queue as controllers use it: a key waits in the queue once
+//! however often it is added, is never processed by two workers at once (an
+//! add while it is processed brings it back afterwards), and can come back
+//! after a delay or after a per-key exponential backoff.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc};
+use tokio::time::Instant;
+
+use crate::metrics::QueueMetrics;
+
+/// Per-key exponential backoff: `base`, doubled after every failure, up to
+/// `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The delay after the first failure.
+    pub base: Duration,
+    /// The longest delay.
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// Upstream's service controller backoff: 5 s to 300 s.
+    pub const SERVICE: Backoff = Backoff { base: Duration::from_secs(5), max: Duration::from_secs(300) };
+
+    /// The delay after `failures` earlier failures.
+    pub fn delay(&self, failures: u32) -> Duration {
+        self.base.saturating_mul(1u32.checked_shl(failures).unwrap_or(u32::MAX)).min(self.max)
+    }
+}
+
+struct State<K> {
+    queue: VecDeque<K>,
+    /// Keys in `queue`, with the time they were added.
+    queued: HashMap<K, Instant>,
+    /// Keys handed to a worker, with the time they were.
+    processing: HashMap<K, Instant>,
+    /// Keys added while being processed.
+    dirty: HashSet<K>,
+    failures: HashMap<K, u32>,
+    shut_down: bool,
+}
+
+struct Shared<K> {
+    state: Mutex<State<K>>,
+    ready: Notify,
+    backoff: Backoff,
+    metrics: QueueMetrics,
+}
+
+impl<K> Shared<K> {
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A work queue of keys `K`; clones share the queue.
+pub struct WorkQueue<K> {
+    shared: Arc<Shared<K>>,
+    delayed: mpsc::UnboundedSender<(Instant, K)>,
+}
+
+impl<K> Clone for WorkQueue<K> {
+    fn clone(&self) -> Self {
+        WorkQueue { shared: self.shared.clone(), delayed: self.delayed.clone() }
+    }
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
+    /// A queue with `backoff` for failed keys; must be created inside a
+    /// tokio runtime, where it runs its delay timer.
+    pub fn new(backoff: Backoff, metrics: QueueMetrics) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                queued: HashMap::new(),
+                processing: HashMap::new(),
+                dirty: HashSet::new(),
+                failures: HashMap::new(),
+                shut_down: false,
+            }),
+            ready: Notify::new(),
+            backoff,
+            metrics,
+        });
+        let (delayed, pending) = mpsc::unbounded_channel();
+        let queue = WorkQueue { shared, delayed };
+        tokio::spawn(queue.clone().run_timer(pending));
+        queue
+    }
+
+    /// Queues `key` unless it is already waiting.
+    pub fn add(&self, key: K) {
+        let mut state = self.shared.lock();
+        if state.shut_down || state.queued.contains_key(&key) {
+            return;
+        }
+        self.shared.metrics.adds.inc();
+        if state.processing.contains_key(&key) {
+            state.dirty.insert(key);
+            return;
+        }
+        state.queued.insert(key.clone(), Instant::now());
+        state.queue.push_back(key);
+        self.shared.metrics.depth.set(state.queue.len() as i64);
+        drop(state);
+        self.shared.ready.notify_one();
+    }
+
+    /// Queues `key` after `delay`.
+    pub fn add_after(&self, key: K, delay: Duration) {
+        if delay.is_zero() {
+            return self.add(key);
+        }
+        // The timer task lives as long as any clone of the queue.
+        let _ = self.delayed.send((Instant::now() + delay, key));
+    }
+
+    /// Queues `key` after its backoff and counts one more failure; returns
+    /// the delay.
+    pub fn add_rate_limited(&self, key: K) -> Duration {
+        let delay = {
+            let mut state = self.shared.lock();
+            let failures = state.failures.entry(key.clone()).or_insert(0);
+            let delay = self.shared.backoff.delay(*failures);
+            *failures = failures.saturating_add(1);
+            delay
+        };
+        self.shared.metrics.retries.inc();
+        self.add_after(key, delay);
+        delay
+    }
+
+    /// Forgets `key`'s failures, so that its next backoff starts again.
+    pub fn forget(&self, key: &K) {
+        self.shared.lock().failures.remove(key);
+    }
+
+    /// How many times `key` failed since it was last forgotten.
+    #[cfg(test)]
+    pub fn failures(&self, key: &K) -> u32 {
+        self.shared.lock().failures.get(key).copied().unwrap_or(0)
+    }
+
+    /// The next key to process; `None` once the queue is shut down. Call
+    /// [`WorkQueue::done`] when finished with it.
+    pub async fn next(&self) -> Option<K> {
+        loop {
+            let notified = self.shared.ready.notified();
+            {
+                let mut state = self.shared.lock();
+                if state.shut_down {
+                    return None;
+                }
+                if let Some(key) = state.queue.pop_front() {
+                    let added = state.queued.remove(&key).unwrap_or_else(Instant::now);
+                    state.processing.insert(key.clone(), Instant::now());
+                    self.shared.metrics.depth.set(state.queue.len() as i64);
+                    self.shared.metrics.queue_duration.observe(added.elapsed().as_secs_f64());
+                    let more = !state.queue.is_empty();
+                    drop(state);
+                    if more {
+                        self.shared.ready.notify_one();
+                    }
+                    return Some(key);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Marks `key` processed; it comes back if it was added meanwhile.
+    pub fn done(&self, key: &K) {
+        let mut state = self.shared.lock();
+        if let Some(started) = state.processing.remove(key) {
+            self.shared.metrics.work_duration.observe(started.elapsed().as_secs_f64());
+        }
+        if state.dirty.remove(key) && !state.shut_down {
+            state.queued.insert(key.clone(), Instant::now());
+            state.queue.push_back(key.clone());
+            self.shared.metrics.depth.set(state.queue.len() as i64);
+            drop(state);
+            self.shared.ready.notify_one();
+        }
+    }
+
+    /// Keys waiting.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.shared.lock().queue.len()
+    }
+
+    /// Whether no key waits.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stops handing out keys: [`WorkQueue::next`] returns `None` from now on.
+    pub fn shut_down(&self) {
+        self.shared.lock().shut_down = true;
+        self.shared.ready.notify_waiters();
+    }
+
+    /// Moves delayed keys into the queue when their time comes.
+    async fn run_timer(self, mut pending: mpsc::UnboundedReceiver<(Instant, K)>) {
+        let mut timers: BTreeMap<(Instant, u64), K> = BTreeMap::new();
+        let mut sequence = 0u64;
+        loop {
+            let next = timers.keys().next().map(|(at, _)| *at);
+            tokio::select! {
+                received = pending.recv() => match received {
+                    Some((at, key)) => {
+                        sequence += 1;
+                        timers.insert((at, sequence), key);
+                    }
+                    None => return,
+                },
+                () = sleep_until(next) => {
+                    let now = Instant::now();
+                    while let Some(entry) = timers.first_entry() {
+                        if entry.key().0 > now {
+                            break;
+                        }
+                        self.add(entry.remove());
+                    }
+                }
+            }
+            if self.shared.lock().shut_down {
+                return;
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+
+    fn queue() -> WorkQueue<&'static str> {
+        WorkQueue::new(Backoff::SERVICE, Metrics::default().queue("test"))
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_limit() {
+        let backoff = Backoff::SERVICE;
+        let delays: Vec<u64> = (0..8).map(|failures| backoff.delay(failures).as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(backoff.delay(u32::MAX), Duration::from_secs(300));
+    }
+
+    #[tokio::test]
+    async fn a_key_waits_once() {
+        let queue = queue();
+        queue.add("a");
+        queue.add("b");
+        queue.add("a");
+        assert_eq!(queue.len(), 2);
+        assert_eq!(queue.next().await, Some("a"));
+        assert_eq!(queue.next().await, Some("b"));
+        assert!(queue.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_added_while_processing_comes_back_after() {
+        let queue = queue();
+        queue.add("a");
+        let key = queue.next().await.unwrap();
+        queue.add("a");
+        assert!(queue.is_empty(), "not handed to a second worker");
+        queue.done(&key);
+        assert_eq!(queue.len(), 1);
+        assert_eq!(queue.next().await, Some("a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delayed_and_rate_limited_keys_come_back_in_time() {
+        let queue = queue();
+        queue.add_after("later", Duration::from_secs(30));
+        assert_eq!(queue.add_rate_limited("failing"), Duration::from_secs(5));
+        assert_eq!(queue.add_rate_limited("failing"), Duration::from_secs(10));
+        assert_eq!(queue.failures(&"failing"), 2);
+        let started = Instant::now();
+        assert_eq!(queue.next().await, Some("failing"));
+        assert_eq!(started.elapsed().as_secs(), 5);
+        assert_eq!(queue.next().await, Some("later"));
+        assert_eq!(started.elapsed().as_secs(), 30);
+        queue.forget(&"failing");
+        assert_eq!(queue.add_rate_limited("failing"), Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn shut_down_stops_handing_out_keys() {
+        let queue = queue();
+        queue.add("a");
+        queue.shut_down();
+        assert_eq!(queue.next().await, None);
+    }
+}

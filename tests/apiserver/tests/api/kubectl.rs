@@ -1,0 +1,99 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::{server, within};
+
+/// Whether `kubectl` is on PATH.
+fn kubectl_installed() -> bool {
+    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+}
+
+/// Runs `kubectl` with `args` against the kubeconfig in `dir`, off the async runtime.
+async fn kubectl(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let kubeconfig = dir.join("kubeconfig");
+    let cache = dir.join("cache");
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).arg("--cache-dir").arg(cache).args(args).output()
+    })
+    .await??;
+    let stdout = String::from_utf8(output.stdout)?;
+    anyhow::ensure!(output.status.success(), "kubectl failed: {}{stdout}", String::from_utf8_lossy(&output.stderr));
+    Ok(stdout)
+}
+
+fn scratch_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("wasm-ccm-apiserver-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+#[tokio::test]
+async fn kubectl_prints_tables_and_objects() -> anyhow::Result<()> {
+    if !kubectl_installed() {
+        eprintln!("skipping the kubectl assertions: kubectl is not on PATH");
+        return Ok(());
+    }
+    within(60, async {
+        let (server, client) = server().await?;
+        let nodes: Api<Node> = Api::all(client.clone());
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "worker-1", "labels": {"node-role.kubernetes.io/worker": ""}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {
+                "kubeletVersion": "v1.33.1", "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
+                "osImage": "", "containerRuntimeVersion": "", "kubeProxyVersion": "", "operatingSystem": "linux",
+                "architecture": "amd64"}},
+        }))?;
+        nodes.create(&PostParams::default(), &node).await?;
+        let services: Api<Service> = Api::namespaced(client, "kube-system");
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": "ingress"},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30080}]},
+        }))?;
+        services.create(&PostParams::default(), &service).await?;
+        let pending: Service = serde_json::from_value(json!({
+            "metadata": {"name": "pending"},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 443}]},
+        }))?;
+        services.create(&PostParams::default(), &pending).await?;
+        let ingress = json!({"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}});
+        services.patch_status("ingress", &PatchParams::default(), &Patch::Merge(ingress)).await?;
+
+        let dir = scratch_dir()?;
+        server.write_kubeconfig(&dir.join("kubeconfig"))?;
+        let table = kubectl(&dir, &["get", "nodes,svc", "-A"]).await?;
+        let lines: Vec<&str> = table.lines().collect();
+        let header = |first: &str| lines.iter().find(|l| l.split_whitespace().next() == Some(first)).copied();
+        let row =
+            |name: &str| lines.iter().find(|l| l.contains(name)).map(|l| l.split_whitespace().collect::<Vec<_>>());
+        assert!(
+            header("NAME").is_some_and(|h| h.contains("STATUS") && h.contains("ROLES") && h.contains("VERSION")),
+            "{table}"
+        );
+        assert!(header("NAMESPACE").is_some_and(|h| h.contains("CLUSTER-IP") && h.contains("PORT(S)")), "{table}");
+        let worker = row("node/worker-1").expect(&table);
+        assert_eq!(&worker[1..3], ["Ready", "worker"], "{table}");
+        assert_eq!(worker.last(), Some(&"v1.33.1"), "{table}");
+        let ingress = row("service/ingress").expect(&table);
+        assert_eq!(ingress[0], "kube-system");
+        assert_eq!(ingress[2], "LoadBalancer");
+        assert!(ingress[3].starts_with("10."), "{table}");
+        assert_eq!(&ingress[4..6], ["203.0.113.7", "80:30080/TCP"], "{table}");
+        let pending = row("service/pending").expect(&table);
+        assert_eq!(pending[4], "<pending>", "{table}");
+
+        let object: serde_json::Value =
+            serde_json::from_str(&kubectl(&dir, &["get", "node", "worker-1", "-o", "json"]).await?)?;
+        assert_eq!(object["kind"], "Node");
+        assert_eq!(object["metadata"]["name"], "worker-1");
+        assert_eq!(object["status"]["nodeInfo"]["kubeletVersion"], "v1.33.1");
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    })
+    .await
+}
