@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
+use crate::run::RunArgs;
 
 /// A Kubernetes cloud-controller-manager whose cloud provider is a
 /// WebAssembly component.
@@ -21,6 +22,8 @@ pub struct Args {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the cloud controllers against a cluster.
+    Run(Box<RunArgs>),
     /// Work with provider components.
     #[command(subcommand)]
     Provider(ProviderCommand),
