@@ -93,6 +93,14 @@ impl FakeCloud {
         self.shared.lock().get(collection).map(|objects| objects.values().cloned().collect()).unwrap_or_default()
     }
 
+    /// Stores an object behind the provider's back, as another client of the
+    /// cloud would.
+    pub fn insert(&self, collection: &str, key: &str, value: Value) {
+        let version = self.shared.version.fetch_add(1, Ordering::Relaxed) + 1;
+        let object = Object { key: key.to_owned(), version, value };
+        self.shared.lock().entry(collection.to_owned()).or_default().insert(key.to_owned(), object);
+    }
+
     /// Deletes an object behind the provider's back, as drift would.
     pub fn remove(&self, collection: &str, key: &str) -> Option<Object> {
         self.shared.lock().get_mut(collection).and_then(|objects| objects.remove(key))

@@ -1,6 +1,7 @@
 //! Helpers shared by wasm-ccm's integration tests: the built components, an
 //! engine, provider specs, and a loopback HTTP server to aim providers at.
 
+pub mod cluster;
 pub mod echo;
 
 use std::path::PathBuf;

@@ -155,8 +155,9 @@ impl Shared {
             "metadata": {"resourceVersion": node.metadata.resource_version, "labels": cloud_labels(&metadata)},
             "spec": spec,
         });
-        self.api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
+        // Addresses first, so that a node without the taint is complete.
         self.patch_addresses(name, &addresses).await?;
+        self.api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
         if let Some(age) = age(&node) {
             self.metrics.taint_removed(age);
         }

@@ -1,0 +1,274 @@
+//! A cluster for end-to-end tests, all in this process: the API server
+//! harness, the fake cloud, the fake provider component and the
+//! controllers, with helpers to create nodes and Services and to wait for
+//! what the controllers do.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use wasm_ccm_apiserver::ApiServer;
+use wasm_ccm_controllers::{ControllerManager, Metrics, Readiness, Settings, UNINITIALIZED_TAINT};
+use wasm_ccm_fake_cloud::{FakeCloud, Object};
+use wasm_ccm_host::ProviderHandle;
+
+use crate::{allow, guest, load, spec};
+
+/// How long a test waits for the controllers before it fails.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Settings with short periods, so that tests do not wait long.
+pub fn fast_settings() -> Settings {
+    Settings {
+        cluster_cidrs: vec!["10.244.0.0/16".parse().expect("a network")],
+        node_monitor_period: Duration::from_millis(200),
+        node_status_update_frequency: Duration::from_millis(500),
+        route_reconciliation_period: Duration::from_millis(300),
+        ..Settings::default()
+    }
+}
+
+/// A node to create.
+#[derive(Debug, Clone)]
+pub struct NewNode {
+    /// Its name, also its instance's in the fake cloud.
+    pub name: String,
+    /// Whether its Ready condition is True.
+    pub ready: bool,
+    /// Whether it carries the uninitialized taint.
+    pub uninitialized: bool,
+    /// Its pod CIDR.
+    pub pod_cidr: Option<String>,
+    /// Its labels.
+    pub labels: Vec<(String, String)>,
+    /// The `alpha.kubernetes.io/provided-node-ip` annotation.
+    pub provided_ip: Option<String>,
+}
+
+impl NewNode {
+    /// A Ready, initialised node without a pod CIDR.
+    pub fn ready(name: &str) -> Self {
+        NewNode {
+            name: name.into(),
+            ready: true,
+            uninitialized: false,
+            pod_cidr: None,
+            labels: Vec::new(),
+            provided_ip: None,
+        }
+    }
+}
+
+/// The cluster; the controllers stop when it is dropped.
+pub struct TestCluster {
+    /// The API server.
+    pub api: ApiServer,
+    /// The fake provider's cloud.
+    pub cloud: FakeCloud,
+    /// A client of the API server.
+    pub client: kube::Client,
+    /// The provider the controllers call.
+    pub provider: ProviderHandle,
+    /// The controllers' metrics.
+    pub metrics: Metrics,
+    /// Whether the controllers are ready.
+    pub readiness: Readiness,
+    settings: Settings,
+    stop: CancellationToken,
+    controllers: Option<JoinHandle<()>>,
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The fake provider's configuration for `cloud`, with `extra` merged in.
+pub fn fake_config(cloud: &FakeCloud, extra: &Value) -> Vec<u8> {
+    let mut config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.51.100.0/24"]});
+    if let (Some(config), Some(extra)) = (config.as_object_mut(), extra.as_object()) {
+        config.extend(extra.clone());
+    }
+    config.to_string().into_bytes()
+}
+
+impl TestCluster {
+    /// Starts everything, the fake provider configured with `config` (its
+    /// `instances`, `faults`...), and the controllers with `settings`.
+    pub async fn start(config: Value, settings: Settings) -> Self {
+        crate::init_logging();
+        let api = ApiServer::start().await.expect("the API server starts");
+        let cloud = FakeCloud::start().await.expect("the fake cloud starts");
+        let client = api.client().await;
+        let mut fake = spec("fake", guest("provider-fake"), &fake_config(&cloud, &config));
+        fake.allow_list = allow(&[&cloud.url()]);
+        fake.cluster_name = settings.cluster_name.clone();
+        let provider = ProviderHandle::new(load(fake).await);
+        let mut cluster = TestCluster {
+            api,
+            cloud,
+            client,
+            provider,
+            metrics: Metrics::default(),
+            readiness: Readiness::default(),
+            settings,
+            stop: CancellationToken::new(),
+            controllers: None,
+        };
+        cluster.start_controllers().await;
+        cluster
+    }
+
+    /// Starts the controllers, and waits until they are ready.
+    pub async fn start_controllers(&mut self) {
+        self.stop = CancellationToken::new();
+        let manager = ControllerManager::new(
+            self.client.clone(),
+            self.provider.clone(),
+            self.settings.clone(),
+            self.metrics.clone(),
+        );
+        let (stop, readiness) = (self.stop.clone(), self.readiness.clone());
+        self.controllers = Some(tokio::spawn(async move {
+            manager.run(stop, readiness).await.expect("the controllers start");
+        }));
+        let readiness = self.readiness.clone();
+        self.wait("the controllers to be ready", || {
+            let ready = readiness.is_ready();
+            async move { ready.then_some(()) }
+        })
+        .await;
+    }
+
+    /// Stops the controllers and waits for them to finish.
+    pub async fn stop_controllers(&mut self) {
+        self.stop.cancel();
+        if let Some(controllers) = self.controllers.take() {
+            controllers.await.expect("the controllers stop cleanly");
+        }
+    }
+
+    /// Stops the controllers at once, as a crash would, without letting
+    /// work in flight finish.
+    pub fn kill_controllers(&mut self) {
+        if let Some(controllers) = self.controllers.take() {
+            controllers.abort();
+        }
+        self.stop.cancel();
+    }
+
+    /// Reloads the fake provider with another configuration and swaps it in.
+    pub async fn reconfigure(&self, config: Value) {
+        let mut fake = spec("fake", guest("provider-fake"), &fake_config(&self.cloud, &config));
+        fake.allow_list = allow(&[&self.cloud.url()]);
+        fake.cluster_name = self.settings.cluster_name.clone();
+        self.provider.swap(load(fake).await);
+    }
+
+    /// Polls `check` until it gives a value, or fails the test after
+    /// [`PATIENCE`].
+    pub async fn wait<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The Nodes API.
+    pub fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    /// The Services API of the `default` namespace.
+    pub fn services(&self) -> Api<Service> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    /// Creates a node, with its status.
+    pub async fn create_node(&self, node: NewNode) -> Node {
+        let taints = if node.uninitialized {
+            json!([{"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
+        let mut annotations = serde_json::Map::new();
+        if let Some(ip) = &node.provided_ip {
+            annotations.insert("alpha.kubernetes.io/provided-node-ip".into(), json!(ip));
+        }
+        let labels: serde_json::Map<String, Value> =
+            node.labels.iter().map(|(key, value)| (key.clone(), json!(value))).collect();
+        // Registered with its status, as kubelet does.
+        let object: Node = serde_json::from_value(json!({
+            "metadata": {"name": node.name, "labels": labels, "annotations": annotations},
+            "spec": {"taints": taints, "podCIDR": node.pod_cidr, "podCIDRs": node.pod_cidr.iter().collect::<Vec<_>>()},
+            "status": {
+                "conditions": [{"type": "Ready", "status": if node.ready { "True" } else { "False" }, "reason": "Test"}],
+                "addresses": [{"type": "Hostname", "address": node.name}],
+            },
+        }))
+        .expect("a node");
+        self.nodes().create(&PostParams::default(), &object).await.expect("the node is created")
+    }
+
+    /// Sets a node's Ready condition.
+    pub async fn set_ready(&self, name: &str, ready: bool) {
+        let status = json!({"status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }, "reason": "Test"}]}});
+        self.nodes().patch_status(name, &PatchParams::default(), &Patch::Strategic(status)).await.expect("ready");
+    }
+
+    /// Creates a LoadBalancer Service in `default` with TCP `ports`.
+    pub async fn create_service(&self, name: &str, ports: &[u16]) -> Service {
+        let ports: Vec<Value> = ports.iter().map(|port| json!({"name": format!("p{port}"), "port": port})).collect();
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"type": "LoadBalancer", "ports": ports, "selector": {"app": name}},
+        }))
+        .expect("a service");
+        self.services().create(&PostParams::default(), &service).await.expect("the service is created")
+    }
+
+    /// Waits until the Service has an ingress, and returns its IP.
+    pub async fn ingress(&self, name: &str) -> String {
+        let services = self.services();
+        self.wait(&format!("an ingress for {name}"), || {
+            let services = services.clone();
+            async move {
+                let service = services.get_opt(name).await.ok().flatten()?;
+                service.status?.load_balancer?.ingress?.first()?.ip.clone()
+            }
+        })
+        .await
+    }
+
+    /// The fake cloud's load balancer of the Service with `uid`.
+    pub fn load_balancer(&self, uid: &str) -> Option<Object> {
+        let name: String = std::iter::once('a').chain(uid.chars().filter(|c| *c != '-')).take(32).collect();
+        self.cloud.objects("load-balancers").into_iter().find(|object| object.key == name)
+    }
+
+    /// The events whose reason is `reason`, about any object.
+    pub async fn events(&self, reason: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::all(self.client.clone());
+        let all = events.list(&ListParams::default()).await.expect("events");
+        all.items.into_iter().filter(|event| event.reason.as_deref() == Some(reason)).collect()
+    }
+
+    /// How many times an event with `reason` was recorded, series counted.
+    pub async fn event_count(&self, reason: &str) -> i32 {
+        self.events(reason).await.iter().map(|event| event.series.as_ref().map_or(1, |series| series.count)).sum()
+    }
+}

@@ -1,0 +1,406 @@
+//! The controllers end to end: the API server harness, the fake provider
+//! component in real wasmtime, and what upstream's controllers would do.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use wasm_ccm_controllers::{SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT};
+use wasm_ccm_tests::cluster::{NewNode, TestCluster, fast_settings};
+
+fn instances() -> Value {
+    json!({"instances": [
+        {
+            "name": "node-a", "id": "i-a", "type": "fake.large", "zone": "zone-1", "region": "region-1",
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "ExternalIP", "address": "203.0.113.1"}],
+            "labels": {"fake.example/rack": "r1", "kubernetes.io/hostname": "not-for-providers"}
+        },
+        {"name": "node-b", "id": "i-b", "zone": "zone-2", "region": "region-1", "addresses": [{"type": "InternalIP", "address": "10.0.0.2"}]},
+        {"name": "node-c", "id": "i-c", "zone": "zone-1", "region": "region-1", "addresses": [{"type": "InternalIP", "address": "10.0.0.3"}]}
+    ]})
+}
+
+fn taint_keys(node: &Node) -> Vec<String> {
+    node.spec.iter().flat_map(|spec| spec.taints.iter().flatten()).map(|taint| taint.key.clone()).collect()
+}
+
+fn has_finalizer(service: &Service) -> bool {
+    service.metadata.finalizers.iter().flatten().any(|f| f == "service.kubernetes.io/load-balancer-cleanup")
+}
+
+fn lb_nodes(cluster: &TestCluster, uid: &str) -> Option<Vec<String>> {
+    let record = cluster.load_balancer(uid)?;
+    serde_json::from_value(record.value["nodes"].clone()).ok()
+}
+
+async fn wait_lb_nodes(cluster: &TestCluster, uid: &str, expected: &[&str]) {
+    cluster
+        .wait(&format!("load balancer nodes {expected:?}"), || async {
+            (lb_nodes(cluster, uid)? == expected).then_some(())
+        })
+        .await;
+}
+
+fn uid(service: &Service) -> String {
+    service.metadata.uid.clone().expect("a uid")
+}
+
+#[tokio::test]
+async fn nodes_are_initialized_from_the_cloud() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-a") }).await;
+    let nodes = cluster.nodes();
+    let node = cluster
+        .wait("node-a to be initialized", || async {
+            let node = nodes.get("node-a").await.ok()?;
+            (!taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned())).then_some(node)
+        })
+        .await;
+    assert_eq!(node.spec.as_ref().unwrap().provider_id.as_deref(), Some("fake://i-a"));
+    let labels = node.metadata.labels.clone().unwrap_or_default();
+    let expected: BTreeMap<&str, &str> = [
+        ("node.kubernetes.io/instance-type", "fake.large"),
+        ("beta.kubernetes.io/instance-type", "fake.large"),
+        ("topology.kubernetes.io/zone", "zone-1"),
+        ("failure-domain.beta.kubernetes.io/zone", "zone-1"),
+        ("topology.kubernetes.io/region", "region-1"),
+        ("failure-domain.beta.kubernetes.io/region", "region-1"),
+        ("fake.example/rack", "r1"),
+    ]
+    .into();
+    for (key, value) in expected {
+        assert_eq!(labels.get(key).map(String::as_str), Some(value), "{key}");
+    }
+    assert!(!labels.contains_key("kubernetes.io/hostname"), "no labels in reserved domains from providers");
+    let addresses: Vec<(String, String)> =
+        node.status.unwrap().addresses.unwrap().into_iter().map(|address| (address.type_, address.address)).collect();
+    let expected = [("InternalIP", "10.0.0.1"), ("ExternalIP", "203.0.113.1"), ("Hostname", "node-a")];
+    assert_eq!(addresses, expected.map(|(t, a)| (t.to_owned(), a.to_owned())), "kubelet's host name is kept");
+    cluster.wait("a Synced event", || async { (cluster.event_count("Synced").await >= 1).then_some(()) }).await;
+}
+
+#[tokio::test]
+async fn nodes_the_cloud_cannot_vouch_for_keep_their_taint() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    let mismatched = NewNode { uninitialized: true, provided_ip: Some("10.0.0.99".into()), ..NewNode::ready("node-b") };
+    cluster.create_node(mismatched).await;
+    cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-unknown") }).await;
+    let matching = NewNode { uninitialized: true, provided_ip: Some("10.0.0.3".into()), ..NewNode::ready("node-c") };
+    cluster.create_node(matching).await;
+    let nodes = cluster.nodes();
+    cluster
+        .wait("node-c to be initialized", || async {
+            let node = nodes.get("node-c").await.ok()?;
+            node.spec.as_ref()?.provider_id.clone()
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for name in ["node-b", "node-unknown"] {
+        let node = nodes.get(name).await.unwrap();
+        assert!(taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned()), "{name} keeps its taint");
+        assert_eq!(node.spec.unwrap().provider_id, None, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn load_balancer_lifecycle() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    cluster.create_node(NewNode::ready("node-b")).await;
+    let created = cluster.create_service("web", &[80]).await;
+    let uid = uid(&created);
+    let ip = cluster.ingress("web").await;
+    assert!(ip.starts_with("198.51.100."), "{ip}");
+    let services = cluster.services();
+    assert!(has_finalizer(&services.get("web").await.unwrap()), "the finalizer comes with the load balancer");
+    assert_eq!(lb_nodes(&cluster, &uid).unwrap(), ["node-a", "node-b"]);
+    assert!(cluster.event_count("EnsuringLoadBalancer").await >= 1);
+    cluster
+        .wait("EnsuredLoadBalancer", || async { (cluster.event_count("EnsuredLoadBalancer").await >= 1).then_some(()) })
+        .await;
+
+    let ports = json!({"spec": {"ports": [{"name": "p80", "port": 80}, {"name": "p443", "port": 443}]}});
+    services.patch("web", &PatchParams::default(), &Patch::Merge(ports)).await.unwrap();
+    cluster
+        .wait("the load balancer to get port 443", || async {
+            let record = cluster.load_balancer(&uid)?;
+            let ports: Vec<u64> =
+                record.value["ports"].as_array()?.iter().filter_map(|port| port["port"].as_u64()).collect();
+            (ports == [80, 443]).then_some(())
+        })
+        .await;
+    assert_eq!(cluster.ingress("web").await, ip, "the address stays");
+
+    let cluster_ip = json!({"spec": {"type": "ClusterIP"}});
+    services.patch("web", &PatchParams::default(), &Patch::Merge(cluster_ip)).await.unwrap();
+    cluster
+        .wait("cleanup after the type change", || async {
+            let service = services.get("web").await.ok()?;
+            let ingress =
+                service.status.as_ref()?.load_balancer.as_ref().and_then(|lb| lb.ingress.clone()).unwrap_or_default();
+            (cluster.load_balancer(&uid).is_none() && !has_finalizer(&service) && ingress.is_empty()).then_some(())
+        })
+        .await;
+    assert!(cluster.event_count("DeletingLoadBalancer").await >= 1);
+    cluster
+        .wait("DeletedLoadBalancer", || async { (cluster.event_count("DeletedLoadBalancer").await >= 1).then_some(()) })
+        .await;
+
+    let back = json!({"spec": {"type": "LoadBalancer"}});
+    services.patch("web", &PatchParams::default(), &Patch::Merge(back)).await.unwrap();
+    cluster.ingress("web").await;
+    services.delete("web", &DeleteParams::default()).await.unwrap();
+    cluster
+        .wait("the Service and its load balancer to be gone", || async {
+            let gone = services.get_opt("web").await.ok()?.is_none();
+            (gone && cluster.load_balancer(&uid).is_none()).then_some(())
+        })
+        .await;
+    assert!(cluster.cloud.objects("addresses").is_empty(), "the address went back to the pool");
+}
+
+#[tokio::test]
+async fn load_balancers_follow_the_nodes() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    cluster.create_node(NewNode::ready("node-b")).await;
+    let uid = uid(&cluster.create_service("web", &[80]).await);
+    cluster.ingress("web").await;
+    wait_lb_nodes(&cluster, &uid, &["node-a", "node-b"]).await;
+
+    cluster.create_node(NewNode::ready("node-c")).await;
+    wait_lb_nodes(&cluster, &uid, &["node-a", "node-b", "node-c"]).await;
+    cluster
+        .wait("UpdatedLoadBalancer", || async { (cluster.event_count("UpdatedLoadBalancer").await >= 1).then_some(()) })
+        .await;
+
+    let nodes = cluster.nodes();
+    let exclude = json!({"metadata": {"labels": {"node.kubernetes.io/exclude-from-external-load-balancers": ""}}});
+    nodes.patch("node-b", &PatchParams::default(), &Patch::Merge(exclude)).await.unwrap();
+    wait_lb_nodes(&cluster, &uid, &["node-a", "node-c"]).await;
+
+    nodes.delete("node-a", &DeleteParams::default()).await.unwrap();
+    wait_lb_nodes(&cluster, &uid, &["node-c"]).await;
+
+    let autoscaled = json!({"spec": {"taints": [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}]}});
+    nodes.patch("node-c", &PatchParams::default(), &Patch::Merge(autoscaled)).await.unwrap();
+    wait_lb_nodes(&cluster, &uid, &[]).await;
+
+    // Readiness does not matter, as upstream since 1.30.
+    cluster.create_node(NewNode { ready: false, ..NewNode::ready("node-a") }).await;
+    wait_lb_nodes(&cluster, &uid, &["node-a"]).await;
+}
+
+#[tokio::test]
+async fn services_with_a_load_balancer_class_are_left_alone() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    let services = cluster.services();
+    let classed: Service = serde_json::from_value(json!({
+        "metadata": {"name": "other"},
+        "spec": {"type": "LoadBalancer", "loadBalancerClass": "example.com/other", "ports": [{"port": 80}]},
+    }))
+    .unwrap();
+    services.create(&Default::default(), &classed).await.unwrap();
+    cluster.create_service("ours", &[80]).await;
+    cluster.ingress("ours").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let other = services.get("other").await.unwrap();
+    assert!(!has_finalizer(&other));
+    assert!(
+        other.status.and_then(|status| status.load_balancer).and_then(|lb| lb.ingress).unwrap_or_default().is_empty()
+    );
+    assert_eq!(cluster.cloud.objects("load-balancers").len(), 1, "only ours");
+}
+
+#[tokio::test]
+async fn provider_errors_are_reported_and_backed_off() {
+    let mut config = instances();
+    config["faults"] = json!({"load-balancer.ensure": {"error": {"kind": "other", "message": "quota exhausted"}}});
+    let cluster = TestCluster::start(config, fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    cluster.create_service("web", &[80]).await;
+    let failures = cluster
+        .wait("SyncLoadBalancerFailed", || async {
+            let events = cluster.events("SyncLoadBalancerFailed").await;
+            (!events.is_empty()).then_some(events)
+        })
+        .await;
+    let note = failures[0].note.clone().unwrap_or_default();
+    assert!(note.contains("failed to ensure load balancer: quota exhausted"), "{note}");
+    assert_eq!(failures[0].type_.as_deref(), Some("Warning"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(cluster.event_count("SyncLoadBalancerFailed").await, 1, "the next attempt waits 5 s");
+    cluster.reconfigure(instances()).await;
+    cluster.ingress("web").await;
+}
+
+#[tokio::test]
+async fn retry_errors_come_back_after_their_delay() {
+    let mut config = instances();
+    config["faults"] = json!({"load-balancer.ensure": {"error": {"kind": "retry", "delayMs": 300, "message": "busy"}}});
+    let cluster = TestCluster::start(config, fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    cluster.create_service("web", &[80]).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let attempts = cluster.event_count("SyncLoadBalancerFailed").await;
+    assert!(attempts >= 4, "{attempts} attempts in 2.5 s: the 300 ms delay was honoured, not the 5 s backoff");
+    cluster.reconfigure(instances()).await;
+    cluster.ingress("web").await;
+}
+
+#[tokio::test]
+async fn drifted_load_balancers_are_repaired() {
+    let settings = Settings { load_balancer_resync_period: Duration::from_secs(1), ..fast_settings() };
+    let cluster = TestCluster::start(instances(), settings).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    let uid = uid(&cluster.create_service("web", &[80]).await);
+    cluster.ingress("web").await;
+    let record = cluster.load_balancer(&uid).unwrap();
+    assert!(cluster.cloud.remove("load-balancers", &record.key).is_some());
+    cluster.wait("the load balancer to come back", || async { cluster.load_balancer(&uid).map(drop) }).await;
+}
+
+#[tokio::test]
+async fn gone_instances_are_deleted_and_stopped_ones_tainted() {
+    let config = json!({"instances": [
+        {"name": "node-a", "id": "i-a"},
+        {"name": "node-b", "id": "i-b", "state": "stopped"},
+        {"name": "node-c", "id": "i-c", "state": "terminated"}
+    ]});
+    let cluster = TestCluster::start(config, fast_settings()).await;
+    for name in ["node-a", "node-b", "node-c"] {
+        cluster.create_node(NewNode { ready: false, ..NewNode::ready(name) }).await;
+    }
+    let nodes = cluster.nodes();
+    cluster
+        .wait("node-c to be deleted", || async { nodes.get_opt("node-c").await.ok()?.is_none().then_some(()) })
+        .await;
+    cluster
+        .wait("a DeletingNode event", || async { (cluster.event_count("DeletingNode").await >= 1).then_some(()) })
+        .await;
+    cluster
+        .wait("node-b to be tainted", || async {
+            taint_keys(&nodes.get("node-b").await.ok()?).contains(&SHUTDOWN_TAINT.to_owned()).then_some(())
+        })
+        .await;
+    let node_a = nodes.get("node-a").await.unwrap();
+    assert!(taint_keys(&node_a).is_empty(), "a running instance's node is left alone");
+
+    cluster.set_ready("node-b", true).await;
+    cluster
+        .wait("node-b's taint to go", || async {
+            (!taint_keys(&nodes.get("node-b").await.ok()?).contains(&SHUTDOWN_TAINT.to_owned())).then_some(())
+        })
+        .await;
+    assert!(nodes.get_opt("node-a").await.unwrap().is_some(), "never deleted");
+}
+
+fn network_condition(node: &Node) -> Option<(String, String)> {
+    let condition = node.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "NetworkUnavailable")?;
+    Some((condition.status.clone(), condition.reason.clone()?))
+}
+
+#[tokio::test]
+async fn routes_follow_the_nodes_pod_cidrs() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    let node_a =
+        cluster.create_node(NewNode { pod_cidr: Some("10.244.1.0/24".into()), ..NewNode::ready("node-a") }).await;
+    cluster.create_node(NewNode { pod_cidr: Some("10.244.2.0/24".into()), ..NewNode::ready("node-b") }).await;
+    cluster.cloud.insert(
+        "routes",
+        "kubernetes-stale",
+        json!({"cluster": "kubernetes", "targetNode": "node-gone", "destinationCidr": "10.244.9.0/24"}),
+    );
+    cluster.cloud.insert(
+        "routes",
+        "kubernetes-outside",
+        json!({"cluster": "kubernetes", "targetNode": "node-gone", "destinationCidr": "192.168.0.0/24"}),
+    );
+    let routes = || {
+        let mut routes: Vec<(String, String)> = cluster
+            .cloud
+            .objects("routes")
+            .into_iter()
+            .map(|route| {
+                (
+                    route.value["targetNode"].as_str().unwrap().to_owned(),
+                    route.value["destinationCidr"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        routes.sort();
+        routes
+    };
+    let expected = [("node-a", "10.244.1.0/24"), ("node-b", "10.244.2.0/24"), ("node-gone", "192.168.0.0/24")]
+        .map(|(node, cidr)| (node.to_owned(), cidr.to_owned()));
+    cluster.wait("routes for both nodes, none stale", || async { (routes() == expected).then_some(()) }).await;
+    let uid_a = node_a.metadata.uid.unwrap();
+    assert!(
+        cluster.cloud.objects("routes").iter().any(|route| route.key == format!("kubernetes-{uid_a}")),
+        "the name hint is the node's UID"
+    );
+    let nodes = cluster.nodes();
+    for name in ["node-a", "node-b"] {
+        cluster
+            .wait("NetworkUnavailable False/RouteCreated", || async {
+                (network_condition(&nodes.get(name).await.ok()?)? == ("False".to_owned(), "RouteCreated".to_owned()))
+                    .then_some(())
+            })
+            .await;
+    }
+    nodes.delete("node-b", &DeleteParams::default()).await.unwrap();
+    cluster
+        .wait("node-b's route to be deleted", || async {
+            (!routes().iter().any(|(node, _)| node == "node-b")).then_some(())
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn dropped_watches_and_expired_versions_miss_nothing() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    cluster.create_service("first", &[80]).await;
+    cluster.ingress("first").await;
+
+    cluster.api.faults().drop_watches();
+    cluster.create_service("second", &[80]).await;
+    cluster.ingress("second").await;
+
+    cluster.api.faults().expire_resource_versions();
+    cluster.create_service("third", &[80]).await;
+    cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-b") }).await;
+    cluster.ingress("third").await;
+    let nodes = cluster.nodes();
+    cluster
+        .wait("node-b to be initialized after the watch expired", || async {
+            nodes.get("node-b").await.ok()?.spec?.provider_id
+        })
+        .await;
+
+    cluster.create_service("fourth", &[80]).await;
+    cluster.api.faults().fail_next(5, 500);
+    cluster.ingress("fourth").await;
+}
+
+#[tokio::test]
+async fn a_restart_in_the_middle_of_a_sync_makes_no_duplicate() {
+    let mut cluster = TestCluster::start(instances(), fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    cluster.api.faults().set_latency(Duration::from_millis(400));
+    let uid = uid(&cluster.create_service("web", &[80]).await);
+    cluster.wait("the load balancer in the cloud", || async { cluster.load_balancer(&uid).map(drop) }).await;
+    cluster.kill_controllers();
+    let service = cluster.api.object("services", Some("default"), "web").unwrap();
+    assert_eq!(service["status"]["loadBalancer"], json!({}), "killed between the cloud call and the status update");
+    cluster.api.faults().set_latency(Duration::ZERO);
+    cluster.start_controllers().await;
+    let ip = cluster.ingress("web").await;
+    let records = cluster.cloud.objects("load-balancers");
+    assert_eq!(records.len(), 1, "one load balancer: {records:?}");
+    assert_eq!(records[0].value["address"], ip);
+    assert_eq!(cluster.cloud.objects("addresses").len(), 1, "one address claimed");
+}
