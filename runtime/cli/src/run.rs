@@ -72,7 +72,8 @@ impl RunArgs {
     /// # Errors
     /// When a flag is out of range.
     pub fn settings(&self) -> anyhow::Result<Settings> {
-        let controllers = enabled_controllers(&self.controllers).map_err(|err| anyhow::anyhow!("--controllers: {err}"))?;
+        let controllers =
+            enabled_controllers(&self.controllers).map_err(|err| anyhow::anyhow!("--controllers: {err}"))?;
         for (flag, value) in [
             ("--concurrent-service-syncs", self.concurrent_service_syncs),
             ("--concurrent-node-syncs", self.concurrent_node_syncs),
@@ -116,7 +117,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot load the provider {}", args.provider.provider.display()))?;
     tracing::info!(provider = %provider.info().name, parts = ?provider.info().parts, "loaded the provider");
-    let client = wasm_ccm_controllers::client(args.kubeconfig.as_deref(), args.kube_api_qps, args.kube_api_burst).await?;
+    let client =
+        wasm_ccm_controllers::client(args.kubeconfig.as_deref(), args.kube_api_qps, args.kube_api_burst).await?;
     let manager = ControllerManager::new(client, ProviderHandle::new(provider), settings, Metrics::default());
     manager.active()?;
     let stop = CancellationToken::new();
