@@ -1,7 +1,7 @@
 # wasm-ccm's entry points; README.md explains them.
 CARGO ?= cargo
 
-.PHONY: demo test guests lint test-servers
+.PHONY: demo test guests lint test-servers bench
 
 ## Build the providers, then load the fake provider and call it.
 demo: guests
@@ -17,6 +17,11 @@ test: guests test-servers lint
 ## Build every provider and test guest into a component under target/wasm.
 guests:
 	providers/build.sh
+
+## Run the benchmarks; tests/bench/RESULTS.md records their results.
+bench: guests test-servers
+	$(CARGO) build --locked --release -p wasm-ccm
+	$(CARGO) bench --locked -p wasm-ccm-bench
 
 ## Install the servers tests run against (an AWS API emulator).
 test-servers:

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::ArgAction;
 use ipnet::IpNet;
 use tokio_util::sync::CancellationToken;
-use wasm_ccm_controllers::{ControllerManager, Metrics, Readiness, Settings, enabled_controllers};
+use wasm_ccm_controllers::{ControllerManager, Metrics, Readiness, Settings, enabled_controllers, names_route};
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
 
 use crate::ProviderArgs;
@@ -92,6 +92,7 @@ impl RunArgs {
             controllers,
             cluster_name: self.cluster_name.clone(),
             cluster_cidrs: self.cluster_cidr.clone(),
+            route_explicitly_enabled: names_route(&self.controllers),
             configure_cloud_routes: self.configure_cloud_routes,
             concurrent_service_syncs: self.concurrent_service_syncs,
             concurrent_node_syncs: self.concurrent_node_syncs,
@@ -120,7 +121,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client =
         wasm_ccm_controllers::client(args.kubeconfig.as_deref(), args.kube_api_qps, args.kube_api_burst).await?;
     let manager = ControllerManager::new(client, ProviderHandle::new(provider), settings, Metrics::default());
-    manager.active()?;
+    manager.plan()?;
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;
     manager.run(stop, Readiness::default()).await?;

@@ -53,6 +53,12 @@ impl FromStr for ControllerName {
     }
 }
 
+/// Whether `--controllers` names the route controller itself, not through
+/// `*`: then it must run.
+pub fn names_route(list: &[String]) -> bool {
+    list.iter().any(|item| item.trim() == ControllerName::Route.as_str())
+}
+
 /// Which controllers run, from upstream's `--controllers` syntax: `*` for
 /// all, a name to enable one, `-name` to disable one.
 ///
@@ -84,8 +90,12 @@ pub struct Settings {
     pub controllers: BTreeSet<ControllerName>,
     /// `--cluster-name`, passed to the provider.
     pub cluster_name: String,
-    /// `--cluster-cidr`: the networks routes are managed in.
+    /// `--cluster-cidr`: the networks routes are managed in. Without it the
+    /// route controller does not run, unless it is named in `--controllers`,
+    /// which is then an error.
     pub cluster_cidrs: Vec<IpNet>,
+    /// Whether `--controllers` names the route controller itself.
+    pub route_explicitly_enabled: bool,
     /// `--configure-cloud-routes`.
     pub configure_cloud_routes: bool,
     /// `--concurrent-service-syncs`.
@@ -109,6 +119,7 @@ impl Default for Settings {
             controllers: ControllerName::ALL.into_iter().collect(),
             cluster_name: "kubernetes".to_owned(),
             cluster_cidrs: Vec::new(),
+            route_explicitly_enabled: false,
             configure_cloud_routes: true,
             concurrent_service_syncs: 20,
             concurrent_node_syncs: 10,

@@ -29,7 +29,7 @@ mod taints;
 mod workqueue;
 
 pub use client::{ClientError, client};
-pub use config::{ControllerName, Settings, enabled_controllers};
-pub use manager::{ControllerManager, Readiness, StartError};
+pub use config::{ControllerName, Settings, enabled_controllers, names_route};
+pub use manager::{ControllerManager, Plan, Readiness, StartError};
 pub use metrics::Metrics;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

@@ -48,6 +48,15 @@ impl Readiness {
     }
 }
 
+/// Which controllers run.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Those that run.
+    pub active: Vec<ControllerName>,
+    /// Those enabled that do not run, with why.
+    pub skipped: Vec<(ControllerName, &'static str)>,
+}
+
 /// Runs the cloud controllers.
 pub struct ControllerManager {
     client: Client,
@@ -62,30 +71,38 @@ impl ControllerManager {
         ControllerManager { client, provider, settings, metrics }
     }
 
-    /// The controllers that will run: those enabled whose provider part is
-    /// supported, as upstream decides.
+    /// The controllers that will run, those enabled whose provider part is
+    /// supported, as upstream decides; and those that will not, with why.
     ///
     /// # Errors
     /// When an enabled controller lacks a setting it needs.
-    pub fn active(&self) -> Result<Vec<ControllerName>, StartError> {
+    pub fn plan(&self) -> Result<Plan, StartError> {
         let parts = self.provider.info().parts;
-        let mut active = Vec::new();
+        let mut plan = Plan::default();
         for controller in self.settings.controllers.iter().copied() {
             let supported = match controller {
                 ControllerName::Service => parts.load_balancer,
                 ControllerName::CloudNode | ControllerName::CloudNodeLifecycle => parts.instances_v2 || parts.instances,
-                ControllerName::Route => self.settings.configure_cloud_routes && parts.routes,
+                ControllerName::Route => parts.routes,
             };
-            if !supported {
-                tracing::warn!(controller = %controller, "the provider does not support what this controller needs; not starting it");
-                continue;
+            let skipped = if !supported {
+                Some("the provider does not support it")
+            } else if controller == ControllerName::Route && !self.settings.configure_cloud_routes {
+                Some("--configure-cloud-routes=false")
+            } else if controller == ControllerName::Route && self.settings.cluster_cidrs.is_empty() {
+                if self.settings.route_explicitly_enabled {
+                    return Err(StartError::MissingClusterCidr);
+                }
+                Some("no --cluster-cidr")
+            } else {
+                None
+            };
+            match skipped {
+                Some(reason) => plan.skipped.push((controller, reason)),
+                None => plan.active.push(controller),
             }
-            if controller == ControllerName::Route && self.settings.cluster_cidrs.is_empty() {
-                return Err(StartError::MissingClusterCidr);
-            }
-            active.push(controller);
         }
-        Ok(active)
+        Ok(plan)
     }
 
     /// Runs the controllers until `stop`, then waits for syncs in flight.
@@ -94,7 +111,10 @@ impl ControllerManager {
     /// # Errors
     /// When the controllers cannot start.
     pub async fn run(self, stop: CancellationToken, readiness: Readiness) -> Result<(), StartError> {
-        let active = self.active()?;
+        let Plan { active, skipped } = self.plan()?;
+        for (controller, reason) in skipped {
+            tracing::warn!(controller = %controller, "not starting the controller: {reason}");
+        }
         let is_active = |controller| active.contains(&controller);
         let client = &self.client;
         let events = Events::new(client.clone(), "cloud-controller-manager");
