@@ -1,8 +1,10 @@
 //! Helpers shared by wasm-ccm's integration tests: the built components, an
 //! engine, provider specs, and a loopback HTTP server to aim providers at.
 
+pub mod canned_aws;
 pub mod cluster;
 pub mod echo;
+pub mod moto;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
