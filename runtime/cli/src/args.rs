@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::local::LocalArgs;
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
 use crate::run::RunArgs;
@@ -24,6 +25,9 @@ pub struct Args {
 pub enum Command {
     /// Run the cloud controllers against a cluster.
     Run(Box<RunArgs>),
+    /// Run wasm-ccm on an embedded local cluster with the fake provider,
+    /// with sample nodes and Services, until Ctrl-C.
+    Local(LocalArgs),
     /// Work with provider components.
     #[command(subcommand)]
     Provider(ProviderCommand),

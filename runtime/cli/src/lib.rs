@@ -1,7 +1,10 @@
 //! The `wasm-ccm` command: the cloud-controller-manager and the tools around
 //! its providers.
 
+mod admin;
 mod args;
+mod leader;
+mod local;
 mod logging;
 mod provider_args;
 mod provider_call;
@@ -17,11 +20,16 @@ pub use run::RunArgs;
 /// # Errors
 /// What the command failed with.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    logging::init(&args.logging)?;
+    // The local demo prints its own progress; logs would drown it.
+    let quiet = matches!(args.command, Command::Local(_));
+    logging::init(&args.logging, if quiet { "warn" } else { "info" })?;
+    // The HTTP clients and the admin server share one TLS crypto provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("wasm-ccm").build()?;
     runtime.block_on(async move {
         match args.command {
             Command::Run(args) => run::run(*args).await,
+            Command::Local(args) => local::local(args).await,
             Command::Provider(ProviderCommand::Call(call)) => provider_call::call(call).await,
         }
     })

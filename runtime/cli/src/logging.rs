@@ -19,15 +19,17 @@ pub struct LogArgs {
     /// The log format.
     #[arg(long, global = true, value_enum, default_value = "text", env = "WASM_CCM_LOG_FORMAT")]
     pub log_format: LogFormat,
-    /// What to log, as `RUST_LOG` directives (`info`, `wasm_ccm=debug,provider=trace`).
-    #[arg(long, global = true, default_value = "info", env = "RUST_LOG")]
-    pub log_level: String,
+    /// What to log, as `RUST_LOG` directives (`info`, `wasm_ccm=debug,provider=trace`);
+    /// `info` by default, `warn` for `local`.
+    #[arg(long, global = true, env = "RUST_LOG")]
+    pub log_level: Option<String>,
 }
 
-/// Installs the process's log subscriber, writing to stderr.
-pub fn init(args: &LogArgs) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(&args.log_level)
-        .map_err(|err| anyhow::anyhow!("invalid --log-level {:?}: {err}", args.log_level))?;
+/// Installs the process's log subscriber, writing to stderr, at
+/// `--log-level` or else `default_level`.
+pub fn init(args: &LogArgs, default_level: &str) -> anyhow::Result<()> {
+    let level = args.log_level.as_deref().unwrap_or(default_level);
+    let filter = EnvFilter::try_new(level).map_err(|err| anyhow::anyhow!("invalid --log-level {level:?}: {err}"))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let installed = match args.log_format {
         LogFormat::Text => builder.try_init(),

@@ -6,11 +6,16 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::ArgAction;
 use ipnet::IpNet;
+use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
-use wasm_ccm_controllers::{ControllerManager, Metrics, Readiness, Settings, enabled_controllers, names_route};
-use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
+use wasm_ccm_controllers::{
+    ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Settings, enabled_controllers, names_route,
+};
+use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
 
 use crate::ProviderArgs;
+use crate::admin::{self, AdminArgs, Health};
+use crate::leader::LeaderArgs;
 use crate::signals;
 
 /// `run` flags: upstream's names; defaults differ where upstream's are its
@@ -64,6 +69,15 @@ pub struct RunArgs {
     /// Burst of requests to the API server (upstream: 30).
     #[arg(long, default_value_t = 2000)]
     pub kube_api_burst: u32,
+    /// How long syncs in flight may take to finish after SIGTERM or SIGINT.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace_period: Duration,
+    /// Leader election.
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+    /// The admin server.
+    #[command(flatten)]
+    pub admin: AdminArgs,
 }
 
 impl RunArgs {
@@ -113,18 +127,105 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     let name = args.provider.provider.file_stem().map_or("provider".into(), |stem| stem.to_string_lossy().into_owned());
     let spec = args.provider.spec(&name, &settings.cluster_name)?;
-    let engine = Engine::new(EngineSettings::default())?;
-    let provider = LoadedProvider::load(&engine, spec)
-        .await
-        .with_context(|| format!("cannot load the provider {}", args.provider.provider.display()))?;
-    tracing::info!(provider = %provider.info().name, parts = ?provider.info().parts, "loaded the provider");
-    let client =
-        wasm_ccm_controllers::client(args.kubeconfig.as_deref(), args.kube_api_qps, args.kube_api_burst).await?;
-    let manager = ControllerManager::new(client, ProviderHandle::new(provider), settings, Metrics::default());
-    manager.plan()?;
+    let leader = args.leader.config()?;
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;
-    manager.run(stop, Readiness::default()).await?;
+    let options = ManagerOptions {
+        kubeconfig: args.kubeconfig.clone(),
+        settings,
+        spec,
+        admin: args.admin.clone(),
+        leader,
+        shutdown_grace: args.shutdown_grace_period,
+        kube_api_qps: args.kube_api_qps,
+        kube_api_burst: args.kube_api_burst,
+    };
+    serve(options, stop).await
+}
+
+/// Everything a controller manager needs, whether from `run` or `local`.
+pub(crate) struct ManagerOptions {
+    pub(crate) kubeconfig: Option<PathBuf>,
+    pub(crate) settings: Settings,
+    pub(crate) spec: ProviderSpec,
+    pub(crate) admin: AdminArgs,
+    pub(crate) leader: Option<LeaderElectionConfig>,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) kube_api_qps: u32,
+    pub(crate) kube_api_burst: u32,
+}
+
+/// Serves the admin endpoints, loads the provider, and runs the controllers
+/// (under leader election when asked) until `stop`; then lets syncs in
+/// flight finish within the shutdown grace period.
+///
+/// # Errors
+/// When the provider cannot be loaded, the cluster cannot be reached, the
+/// controllers cannot start, or leadership is lost.
+pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> anyhow::Result<()> {
+    let engine = Engine::new(EngineSettings::default())?;
+    let metrics = Metrics::default();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    engine.metrics().register(&mut registry);
+    let health = Health::default();
+    admin::serve(&options.admin, health.clone(), registry).await?;
+    {
+        let (health, stop) = (health.clone(), stop.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            health.stopping();
+        });
+    }
+
+    let source = options.spec.name.clone();
+    let provider = LoadedProvider::load(&engine, options.spec)
+        .await
+        .with_context(|| format!("cannot load the provider {source}"))?;
+    tracing::info!(provider = %provider.info().name, parts = ?provider.info().parts, "loaded the provider");
+    health.provider_loaded();
+    let client =
+        wasm_ccm_controllers::client(options.kubeconfig.as_deref(), options.kube_api_qps, options.kube_api_burst)
+            .await?;
+    let manager =
+        ControllerManager::new(client.clone(), ProviderHandle::new(provider), options.settings, metrics.clone());
+    manager.plan()?;
+    let readiness = health.controllers();
+    let run_controllers = move |working: CancellationToken| async move {
+        if let Err(err) = manager.run(working, readiness).await {
+            tracing::error!("the controllers cannot start: {err}");
+        }
+    };
+    match options.leader {
+        Some(config) => {
+            health.set_standby(true);
+            let elector = LeaderElector::new(client, config, metrics)?;
+            let standby = health.clone();
+            elector
+                .lead(stop, options.shutdown_grace, move |working| {
+                    standby.set_standby(false);
+                    async move {
+                        run_controllers(working).await;
+                        standby.set_standby(true);
+                    }
+                })
+                .await?;
+        }
+        None => {
+            let working = CancellationToken::new();
+            let mut controllers = tokio::spawn(run_controllers(working.clone()));
+            tokio::select! {
+                _ = &mut controllers => {}
+                () = stop.cancelled() => {
+                    working.cancel();
+                    if tokio::time::timeout(options.shutdown_grace, &mut controllers).await.is_err() {
+                        tracing::warn!("the controllers did not stop within {:?}; stopping them now", options.shutdown_grace);
+                        controllers.abort();
+                    }
+                }
+            }
+        }
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -17,6 +17,7 @@ mod cloud;
 pub mod config;
 mod events;
 mod informer;
+pub mod leader;
 mod lifecycle;
 mod locks;
 mod manager;
@@ -30,6 +31,7 @@ mod workqueue;
 
 pub use client::{ClientError, client};
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
+pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerManager, Plan, Readiness, StartError};
 pub use metrics::Metrics;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

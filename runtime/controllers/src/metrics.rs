@@ -26,6 +26,13 @@ pub struct ControllerLabels {
     pub manager: String,
 }
 
+/// Labels of `leader_election_master_status`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeaseLabels {
+    /// The Lease's name.
+    pub name: String,
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 16))
 }
@@ -42,6 +49,7 @@ struct Families {
     taint_removal_delay: Histogram,
     initial_node_sync_delay: Histogram,
     running_controllers: Family<ControllerLabels, Gauge>,
+    leader: Family<LeaseLabels, Gauge>,
     queue_depth: Family<QueueLabels, Gauge>,
     queue_adds: Family<QueueLabels, Counter>,
     queue_duration: Family<QueueLabels, Histogram>,
@@ -66,6 +74,7 @@ impl Default for Metrics {
                 taint_removal_delay: delay_histogram(),
                 initial_node_sync_delay: delay_histogram(),
                 running_controllers: Family::default(),
+                leader: Family::default(),
                 queue_depth: Family::default(),
                 queue_adds: Family::default(),
                 queue_duration: Family::new_with_constructor(latency_histogram),
@@ -132,6 +141,11 @@ impl Metrics {
             "Controllers running, by name and manager",
             families.running_controllers.clone(),
         );
+        registry.register(
+            "leader_election_master_status",
+            "Whether this replica leads (1) or not (0), by lease",
+            families.leader.clone(),
+        );
         let queue = registry.sub_registry_with_prefix("workqueue");
         queue.register("depth", "Keys waiting in a work queue", families.queue_depth.clone());
         queue.register("adds", "Keys added to a work queue", families.queue_adds.clone());
@@ -183,6 +197,11 @@ impl Metrics {
     /// Records a cloud taint removed `seconds` after the node's creation.
     pub fn taint_removed(&self, seconds: f64) {
         self.families.taint_removal_delay.observe(seconds);
+    }
+
+    /// Marks this replica the leader of the lease `name`, or not.
+    pub fn leader(&self, name: &str, leading: bool) {
+        self.families.leader.get_or_create(&LeaseLabels { name: name.to_owned() }).set(i64::from(leading));
     }
 
     /// Marks the controller `name` running or stopped.

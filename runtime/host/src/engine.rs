@@ -9,6 +9,7 @@ use std::time::Duration;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::error::LoadError;
+use crate::metrics::ProviderMetrics;
 
 /// How often the engine's epoch advances: the granularity of deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -50,6 +51,7 @@ pub struct Engine {
 struct Inner {
     engine: wasmtime::Engine,
     settings: EngineSettings,
+    metrics: ProviderMetrics,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
 }
@@ -105,12 +107,18 @@ impl Engine {
                 })
                 .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
         };
-        Ok(Engine { inner: Arc::new(Inner { engine, settings, stop, ticker: Some(ticker) }) })
+        let metrics = ProviderMetrics::default();
+        Ok(Engine { inner: Arc::new(Inner { engine, settings, metrics, stop, ticker: Some(ticker) }) })
     }
 
     /// The wasmtime engine.
     pub fn wasmtime(&self) -> &wasmtime::Engine {
         &self.inner.engine
+    }
+
+    /// The metrics of every provider on this engine.
+    pub fn metrics(&self) -> &ProviderMetrics {
+        &self.inner.metrics
     }
 
     /// The settings the engine was built with.

@@ -233,7 +233,8 @@ impl LoadedProvider {
     ) -> Result<R, ProviderError> {
         let origin = Origin { provider: self.name.clone(), call: CALLS.fetch_add(1, Ordering::Relaxed) };
         let span = tracing::debug_span!("provider.call", provider = &*self.name, function, call = origin.call);
-        let deadline = Instant::now() + self.limits.deadline;
+        let started = Instant::now();
+        let deadline = started + self.limits.deadline;
         let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
         let mut store = self.store(origin, deadline, stderr.clone());
         let execution = async {
@@ -255,6 +256,8 @@ impl LoadedProvider {
             Ok(Ok(Err(err))) => Err(convert::cloud_error(err)),
             Ok(Ok(Ok(value))) => Ok(value),
         };
+        let metrics = self.engine.metrics();
+        metrics.call(&self.name, function, started.elapsed().as_secs_f64(), result.as_ref().map(drop));
         if let Err(err) = &result {
             if err.is_sandbox_failure() {
                 tracing::warn!(parent: &span, provider = &*self.name, function, error = %err, "provider call stopped by the sandbox");
@@ -271,6 +274,7 @@ impl LoadedProvider {
             table: ResourceTable::new(),
             limiter: MemoryLimiter::new(self.limits.memory),
             http: HttpImport {
+                metrics: self.engine.metrics().clone(),
                 outbound: self.outbound.clone(),
                 credentials: self.credentials.clone(),
                 deadline,

@@ -15,9 +15,11 @@ pub(crate) use client::{BodyLimits, Outbound};
 use crate::bindings::http::{self, Error as HttpError, Request, Response};
 use crate::credentials::Credentials;
 use crate::log::Origin;
+use crate::metrics::ProviderMetrics;
 
 /// The `http` import of one call.
 pub(crate) struct HttpImport {
+    pub(crate) metrics: ProviderMetrics,
     pub(crate) outbound: Arc<Outbound>,
     pub(crate) credentials: Arc<Credentials>,
     pub(crate) deadline: Instant,
@@ -34,16 +36,26 @@ impl http::Host for HttpImport {
             url = %request.url,
             status = tracing::field::Empty,
         );
+        let host = url::Url::parse(&request.url)
+            .ok()
+            .and_then(|url| url.host_str().map(|host| format!("{host}:{}", url.port_or_known_default().unwrap_or(0))))
+            .unwrap_or_else(|| "invalid".to_owned());
         let result = self.outbound.send(request, &self.credentials, self.deadline).instrument(span.clone()).await;
-        match &result {
+        let status = match &result {
             Ok(response) => {
                 span.record("status", response.status);
+                response.status.to_string()
             }
             Err(HttpError::Denied(why)) => {
                 tracing::warn!(parent: &span, provider = &*self.origin.provider, "refused a provider's HTTP request: {why}");
+                "denied".to_owned()
             }
-            Err(err) => tracing::debug!(parent: &span, "HTTP request failed: {err:?}"),
-        }
+            Err(err) => {
+                tracing::debug!(parent: &span, "HTTP request failed: {err:?}");
+                if matches!(err, HttpError::Timeout) { "timeout" } else { "error" }.to_owned()
+            }
+        };
+        self.metrics.http(&self.origin.provider, &host, &status);
         Ok(result)
     }
 }

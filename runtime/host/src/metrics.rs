@@ -1,0 +1,142 @@
+//! Metrics of provider calls and of the sandbox around them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::error::ProviderError;
+
+/// Labels of a provider call.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    provider: String,
+    function: String,
+    outcome: String,
+}
+
+/// Labels of a sandbox event.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabels {
+    provider: String,
+}
+
+/// Labels of a trap.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TrapLabels {
+    provider: String,
+    kind: String,
+}
+
+/// Labels of an outbound HTTP request.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    provider: String,
+    host: String,
+    status: String,
+}
+
+fn call_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 20))
+}
+
+/// Distinct hosts labelled per provider; more are counted as `other`, so
+/// that a provider cannot grow the metrics without bound.
+const MAX_HOSTS: usize = 256;
+
+struct Families {
+    hosts: Mutex<HashMap<String, HashSet<String>>>,
+    calls: Family<CallLabels, Histogram>,
+    traps: Family<TrapLabels, Counter>,
+    deadlines: Family<ProviderLabels, Counter>,
+    memory_limits: Family<ProviderLabels, Counter>,
+    http: Family<HttpLabels, Counter>,
+}
+
+/// Provider metrics, shared by every provider of an engine; clones share
+/// them.
+#[derive(Clone)]
+pub struct ProviderMetrics {
+    families: Arc<Families>,
+}
+
+impl Default for ProviderMetrics {
+    fn default() -> Self {
+        ProviderMetrics {
+            families: Arc::new(Families {
+                hosts: Mutex::default(),
+                calls: Family::new_with_constructor(call_histogram),
+                traps: Family::default(),
+                deadlines: Family::default(),
+                memory_limits: Family::default(),
+                http: Family::default(),
+            }),
+        }
+    }
+}
+
+impl ProviderMetrics {
+    /// Registers every metric in `registry`, under `provider_`.
+    pub fn register(&self, registry: &mut Registry) {
+        let families = &self.families;
+        let provider = registry.sub_registry_with_prefix("provider");
+        provider.register(
+            "call_duration_seconds",
+            "Seconds provider calls took, by provider, function and outcome",
+            families.calls.clone(),
+        );
+        provider.register("traps", "Provider calls ended by a trap or a panic", families.traps.clone());
+        provider.register("deadline_exceeded", "Provider calls stopped at their deadline", families.deadlines.clone());
+        provider.register(
+            "memory_limit_exceeded",
+            "Provider calls that tried to grow past their memory limit",
+            families.memory_limits.clone(),
+        );
+        provider.register(
+            "http_requests",
+            "Outbound HTTP requests of providers, by host and status (or refusal)",
+            families.http.clone(),
+        );
+    }
+
+    /// Records a call and, when the sandbox stopped it, why.
+    pub(crate) fn call(&self, provider: &str, function: &str, seconds: f64, result: Result<(), &ProviderError>) {
+        let outcome = result.err().map_or("ok", ProviderError::kind);
+        let labels =
+            CallLabels { provider: provider.to_owned(), function: function.to_owned(), outcome: outcome.to_owned() };
+        self.families.calls.get_or_create(&labels).observe(seconds);
+        let provider = ProviderLabels { provider: provider.to_owned() };
+        match result {
+            Err(ProviderError::Trap { .. } | ProviderError::Panic { .. }) => {
+                let labels = TrapLabels { provider: provider.provider, kind: outcome.to_owned() };
+                self.families.traps.get_or_create(&labels).inc();
+            }
+            Err(ProviderError::DeadlineExceeded { .. }) => {
+                self.families.deadlines.get_or_create(&provider).inc();
+            }
+            Err(ProviderError::MemoryLimit { .. }) => {
+                self.families.memory_limits.get_or_create(&provider).inc();
+            }
+            _ => {}
+        }
+    }
+
+    fn bounded_host<'a>(&self, provider: &str, host: &'a str) -> &'a str {
+        let mut hosts = self.families.hosts.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let seen = hosts.entry(provider.to_owned()).or_default();
+        if seen.contains(host) || (seen.len() < MAX_HOSTS && seen.insert(host.to_owned())) { host } else { "other" }
+    }
+
+    /// Records an outbound request to `host` and its status, or why it got
+    /// none (`denied`, `timeout`, `error`). Refused requests are not
+    /// labelled with the host the provider asked for.
+    pub(crate) fn http(&self, provider: &str, host: &str, status: &str) {
+        let host = if status == "denied" { "-" } else { self.bounded_host(provider, host) };
+        let labels = HttpLabels { provider: provider.to_owned(), host: host.to_owned(), status: status.to_owned() };
+        self.families.http.get_or_create(&labels).inc();
+    }
+}
