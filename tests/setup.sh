@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs the third-party servers the integration tests start on loopback:
-# moto_server, an AWS API emulator, from PyPI.
+# moto_server, an AWS API emulator, from PyPI; docker-registry, an OCI
+# distribution registry (CNCF Distribution), from Debian.
 set -euo pipefail
 
 if ! command -v moto_server >/dev/null 2>&1; then
     echo "setup.sh: installing moto[server]" >&2
     python3 -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6"
+fi
+
+if ! command -v docker-registry >/dev/null 2>&1; then
+    echo "setup.sh: installing docker-registry" >&2
+    as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq docker-registry >/dev/null
 fi

@@ -1,11 +1,25 @@
 //! Kubernetes events about the objects the controllers act on, written in
 //! the background so that a sync never waits for them, as upstream's event
 //! broadcaster does.
+//!
+//! Events go to `events.k8s.io/v1`. A repeat of an event (same object,
+//! type, reason and note) within [`SERIES_WINDOW`] bumps the first one's
+//! series instead of creating another; a new note, such as a different
+//! cloud error, is a new event, so that no error message is hidden behind
+//! an older one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -13,25 +27,141 @@ use tokio_stream::wrappers::ReceiverStream;
 const BACKLOG: usize = 4096;
 /// Events written at once.
 const WRITERS: usize = 8;
+/// How long a repeat counts towards the same event's series.
+pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+
+/// Whether an event is routine or calls for attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// Something happened as intended.
+    Normal,
+    /// Something failed or needs attention.
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// What makes two events the same event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EventKey {
+    kind: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+    type_: EventType,
+    reason: String,
+    note: String,
+}
+
+/// An event already written, and how often it happened.
+struct Written {
+    namespace: String,
+    name: String,
+    count: i32,
+    last: Instant,
+}
+
+/// One event to write.
+struct Pending {
+    reference: ObjectReference,
+    type_: EventType,
+    reason: String,
+    note: String,
+}
+
+/// Writes events and keeps their series.
+struct Writer {
+    client: Client,
+    controller: String,
+    instance: String,
+    written: Mutex<HashMap<EventKey, Written>>,
+}
+
+impl Writer {
+    async fn write(&self, pending: Pending) -> kube::Result<()> {
+        let key = EventKey {
+            kind: pending.reference.kind.clone(),
+            namespace: pending.reference.namespace.clone(),
+            name: pending.reference.name.clone(),
+            uid: pending.reference.uid.clone(),
+            type_: pending.type_,
+            reason: pending.reason.clone(),
+            note: pending.note.clone(),
+        };
+        let now = Timestamp::now();
+        let repeat = {
+            let mut written = self.written.lock().expect("event cache poisoned");
+            written.retain(|_, event| event.last.elapsed() < SERIES_WINDOW);
+            written.get_mut(&key).map(|event| {
+                event.count += 1;
+                event.last = Instant::now();
+                (event.namespace.clone(), event.name.clone(), event.count)
+            })
+        };
+        if let Some((namespace, name, count)) = repeat {
+            let series = EventSeries { count, last_observed_time: MicroTime(now) };
+            let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(json!({ "series": series }))).await?;
+            return Ok(());
+        }
+        let namespace = pending.reference.namespace.clone().unwrap_or_else(|| "default".to_owned());
+        let name =
+            format!("{}.{:x}", pending.reference.name.as_deref().unwrap_or(&self.controller), now.as_nanosecond());
+        let event = K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            action: Some(pending.reason.clone()),
+            reason: Some(pending.reason),
+            note: Some(pending.note),
+            type_: Some(pending.type_.as_str().to_owned()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(pending.reference),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            ..K8sEvent::default()
+        };
+        let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
+        api.create(&PostParams::default(), &event).await?;
+        let written = Written { namespace, name, count: 1, last: Instant::now() };
+        self.written.lock().expect("event cache poisoned").insert(key, written);
+        Ok(())
+    }
+}
 
 /// Writes events in the background; clones share the writer.
 #[derive(Clone)]
 pub struct Events {
-    queue: mpsc::Sender<(ObjectReference, Event)>,
+    queue: mpsc::Sender<Pending>,
 }
 
 impl Events {
     /// Starts the writer, reporting as `controller`.
     pub fn new(client: Client, controller: &str) -> Self {
-        let recorder = Recorder::new(client, Reporter { controller: controller.to_owned(), instance: instance() });
-        let (queue, pending) = mpsc::channel::<(ObjectReference, Event)>(BACKLOG);
+        let writer = Arc::new(Writer {
+            client,
+            controller: controller.to_owned(),
+            instance: instance().unwrap_or_else(|| controller.to_owned()),
+            written: Mutex::default(),
+        });
+        let (queue, pending) = mpsc::channel::<Pending>(BACKLOG);
         tokio::spawn(async move {
             ReceiverStream::new(pending)
-                .for_each_concurrent(WRITERS, |(reference, event)| {
-                    let recorder = &recorder;
+                .for_each_concurrent(WRITERS, |pending| {
+                    let writer = writer.clone();
                     async move {
-                        if let Err(err) = recorder.publish(&event, &reference).await {
-                            tracing::debug!(reason = %event.reason, "cannot write an event: {err}");
+                        let reason = pending.reason.clone();
+                        if let Err(err) = writer.write(pending).await {
+                            tracing::debug!(%reason, "cannot write an event: {err}");
                         }
                     }
                 })
@@ -42,9 +172,8 @@ impl Events {
 
     /// Records an event about `reference`.
     pub fn publish(&self, reference: ObjectReference, type_: EventType, reason: &str, note: String) {
-        let event =
-            Event { type_, reason: reason.to_owned(), note: Some(note), action: reason.to_owned(), secondary: None };
-        if self.queue.try_send((reference, event)).is_err() {
+        let pending = Pending { reference, type_, reason: reason.to_owned(), note };
+        if self.queue.try_send(pending).is_err() {
             tracing::debug!(reason, "event backlog full, dropping an event");
         }
     }

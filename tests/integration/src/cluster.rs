@@ -1,7 +1,7 @@
 //! A cluster for end-to-end tests, all in this process: the API server
-//! harness, the fake cloud, the fake provider component and the
-//! controllers, with helpers to create nodes and Services and to wait for
-//! what the controllers do.
+//! harness, the fake cloud, a provider component (the fake one, or any
+//! other from its [`ProviderSpec`]) and the controllers, with helpers to
+//! create nodes and Services and to wait for what the controllers do.
 
 use std::future::Future;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_controllers::{ControllerManager, Metrics, Readiness, Settings, UNINITIALIZED_TAINT};
 use wasm_ccm_fake_cloud::{FakeCloud, Object};
-use wasm_ccm_host::ProviderHandle;
+use wasm_ccm_host::{ProviderHandle, ProviderSpec};
 
 use crate::{allow, guest, load, spec};
 
@@ -68,7 +68,8 @@ impl NewNode {
 pub struct TestCluster {
     /// The API server.
     pub api: ApiServer,
-    /// The fake provider's cloud.
+    /// The fake provider's cloud; idle when the cluster runs another
+    /// provider.
     pub cloud: FakeCloud,
     /// A client of the API server.
     pub client: kube::Client,
@@ -102,14 +103,28 @@ impl TestCluster {
     /// Starts everything, the fake provider configured with `config` (its
     /// `instances`, `faults`...), and the controllers with `settings`.
     pub async fn start(config: Value, settings: Settings) -> Self {
-        crate::init_logging();
-        let api = ApiServer::start().await.expect("the API server starts");
         let cloud = FakeCloud::start().await.expect("the fake cloud starts");
-        let client = api.client().await;
         let mut fake = spec("fake", guest("provider-fake"), &fake_config(&cloud, &config));
         fake.allow_list = allow(&[&cloud.url()]);
-        fake.cluster_name = settings.cluster_name.clone();
-        let provider = ProviderHandle::new(load(fake).await);
+        Self::launch(cloud, fake, settings).await
+    }
+
+    /// Starts everything with the provider `spec` (its component,
+    /// configuration, credentials and allow-list) instead of the fake one,
+    /// and the controllers with `settings`. The spec's cluster name becomes
+    /// the settings' one, as `wasm-ccm run` gives its `--cluster-name` to
+    /// both. The fake cloud runs too, unused unless `spec` reaches it.
+    pub async fn start_with_provider(spec: ProviderSpec, settings: Settings) -> Self {
+        let cloud = FakeCloud::start().await.expect("the fake cloud starts");
+        Self::launch(cloud, spec, settings).await
+    }
+
+    async fn launch(cloud: FakeCloud, mut spec: ProviderSpec, settings: Settings) -> Self {
+        crate::init_logging();
+        let api = ApiServer::start().await.expect("the API server starts");
+        let client = api.client().await;
+        spec.cluster_name = settings.cluster_name.clone();
+        let provider = ProviderHandle::new(load(spec).await);
         let mut cluster = TestCluster {
             api,
             cloud,

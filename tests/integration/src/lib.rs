@@ -5,6 +5,8 @@ pub mod canned_aws;
 pub mod cluster;
 pub mod echo;
 pub mod moto;
+pub mod process;
+pub mod registry;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

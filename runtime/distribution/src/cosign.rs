@@ -1,0 +1,245 @@
+//! Cosign signatures of providers in a registry.
+//!
+//! A signature of the manifest `sha256:<hex>` lives in the same repository
+//! under the tag `sha256-<hex>.sig`: an image manifest whose layers are
+//! "simple signing" payloads naming the signed digest, each with its
+//! base64 signature in the `dev.cosignproject.cosign/signature` annotation.
+//! This is the layout `cosign sign --key` writes when it does not upload to
+//! a transparency log; the signature is over the payload's bytes.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use tracing::debug;
+
+use crate::artifact::{ACCEPTED_MANIFESTS, DOCKER_MANIFEST, Descriptor, Manifest, OCI_MANIFEST};
+use crate::keys::decode_signature;
+use crate::transfer::{fetch_blob, push_manifest, resolve_with, upload};
+use crate::{DistributionError, PublicKey, Reference, RegistryOptions, SigningKey, artifact, digest};
+
+/// The media type of a signature payload layer.
+pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+/// The layer annotation holding the base64 signature of the payload.
+pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+/// The `critical.type` of a payload.
+const PAYLOAD_TYPE: &str = "cosign container image signature";
+/// The config media type of a signature manifest.
+const IMAGE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+/// The largest payload read: payloads are a few hundred bytes.
+const MAX_PAYLOAD: u64 = 64 << 10;
+/// The most signature layers examined.
+const MAX_SIGNATURES: usize = 32;
+
+/// The tag a signature of `digest` is stored under: `sha256-<hex>.sig`.
+pub fn signature_tag(digest: &str) -> String {
+    format!("{}.sig", digest.replace(':', "-"))
+}
+
+/// A simple signing payload.
+#[derive(Debug, Serialize, Deserialize)]
+struct Payload {
+    critical: Critical,
+    /// Free-form claims; cosign writes `null` when there are none.
+    optional: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Critical {
+    identity: Identity,
+    image: Image,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Identity {
+    #[serde(rename = "docker-reference")]
+    docker_reference: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Image {
+    #[serde(rename = "docker-manifest-digest")]
+    docker_manifest_digest: String,
+}
+
+/// Verifies that a signature stored beside `reference` (pinned) signs
+/// `manifest_digest` with `key`.
+///
+/// Signatures are bound to the manifest digest, not to the repository's
+/// name: a provider copied to another registry keeps its signature.
+pub(crate) async fn verify(
+    client: &oci_client::Client,
+    reference: &Reference,
+    manifest_digest: &str,
+    key: &PublicKey,
+    options: &RegistryOptions,
+) -> Result<(), DistributionError> {
+    let signatures = reference.with_tag(&signature_tag(manifest_digest))?;
+    let Some(manifest) = signature_manifest(client, &signatures, options).await? else {
+        return Err(DistributionError::MissingSignature(reference.to_string()));
+    };
+    let mut outcome = Err(DistributionError::BadSignature);
+    let layers = manifest.layers.iter().filter(|layer| layer.media_type == SIMPLE_SIGNING_MEDIA_TYPE);
+    for layer in layers.take(MAX_SIGNATURES) {
+        let Some(signature) = layer.annotations.as_ref().and_then(|annotations| annotations.get(SIGNATURE_ANNOTATION))
+        else {
+            continue;
+        };
+        let Ok(signature) = decode_signature(signature.as_bytes()) else { continue };
+        let payload = fetch_blob(client, &signatures, layer, MAX_PAYLOAD, "a signature payload").await?;
+        if !key.verifies(&payload, &signature) {
+            continue;
+        }
+        let payload: Payload = serde_json::from_slice(&payload).map_err(|err| {
+            DistributionError::MalformedSignature(format!("a payload that verifies is not a cosign payload: {err}"))
+        })?;
+        if payload.critical.kind != PAYLOAD_TYPE {
+            outcome = Err(DistributionError::MalformedSignature(format!(
+                "a payload that verifies has the type {:?}, not {PAYLOAD_TYPE:?}",
+                payload.critical.kind
+            )));
+        } else if payload.critical.image.docker_manifest_digest == manifest_digest {
+            debug!(%reference, "signature verified");
+            return Ok(());
+        } else {
+            outcome = Err(DistributionError::SignedOtherDigest {
+                signed: payload.critical.image.docker_manifest_digest,
+                digest: manifest_digest.to_owned(),
+            });
+        }
+    }
+    outcome
+}
+
+/// The signature manifest at `signatures`, or `None` when there is none.
+async fn signature_manifest(
+    client: &oci_client::Client,
+    signatures: &Reference,
+    options: &RegistryOptions,
+) -> Result<Option<Manifest>, DistributionError> {
+    let raw = match client.pull_manifest_raw(&signatures.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS).await {
+        Ok((raw, _)) => raw,
+        Err(err) => {
+            return match DistributionError::registry("pull the signatures", signatures, err) {
+                DistributionError::NotFound { .. } => Ok(None),
+                other => Err(other),
+            };
+        }
+    };
+    let manifest: Manifest = serde_json::from_slice(&raw).map_err(|err| {
+        DistributionError::MalformedSignature(format!("the signature manifest {signatures} is not a manifest: {err}"))
+    })?;
+    match manifest.media_type.as_deref() {
+        None | Some(OCI_MANIFEST | DOCKER_MANIFEST) => Ok(Some(manifest)),
+        Some(other) => Err(DistributionError::MalformedSignature(format!(
+            "the signature manifest {signatures} has the media type {other}"
+        ))),
+    }
+}
+
+/// Signs the provider `reference` names with `key`, as `cosign sign --key`
+/// does, and returns the manifest digest signed.
+///
+/// A tag is resolved to its digest first; the manifest must be a provider
+/// artifact that [`pull`](crate::pull) would accept. The signature is
+/// added beside any already stored for that digest; signing twice with the
+/// same key stores it once.
+///
+/// # Errors
+/// When the registry cannot be reached or written to, the manifest is not
+/// a provider, or signing fails.
+pub async fn sign(
+    reference: &Reference,
+    key: &SigningKey,
+    options: &RegistryOptions,
+) -> Result<String, DistributionError> {
+    let client = options.client(reference).await?;
+    let manifest_digest = match reference.digest() {
+        Some(digest) => digest.to_owned(),
+        None => resolve_with(&client, reference, options).await?,
+    };
+    let pinned = reference.with_digest(&manifest_digest)?;
+    let (raw, _) = client
+        .pull_manifest_raw(&pinned.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS)
+        .await
+        .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
+    digest::check("the manifest", &raw, &manifest_digest)?;
+    artifact::provider_layer(&pinned, &raw, u64::MAX)?;
+
+    let payload = Payload {
+        critical: Critical {
+            identity: Identity { docker_reference: pinned.untagged() },
+            image: Image { docker_manifest_digest: manifest_digest.clone() },
+            kind: PAYLOAD_TYPE.to_owned(),
+        },
+        optional: None,
+    };
+    let payload = serde_json::to_vec(&payload).expect("a payload serialises");
+    let signature = STANDARD.encode(key.sign_raw(&payload)?);
+    let mut layer = Descriptor::of(SIMPLE_SIGNING_MEDIA_TYPE, &payload);
+    layer.annotations = Some(BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), signature)]));
+
+    let signatures = pinned.with_tag(&signature_tag(&manifest_digest))?;
+    let mut layers = signature_manifest(&client, &signatures, options).await?.map(|m| m.layers).unwrap_or_default();
+    if layers.contains(&layer) {
+        return Ok(manifest_digest);
+    }
+    layers.push(layer);
+    upload(&client, &signatures, &payload).await?;
+    let config = signature_config(&layers);
+    upload(&client, &signatures, &config).await?;
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: Some(OCI_MANIFEST.to_owned()),
+        config: Some(Descriptor::of(IMAGE_CONFIG_MEDIA_TYPE, &config)),
+        layers,
+        manifests: None,
+    };
+    push_manifest(&client, &signatures, serde_json::to_vec(&manifest).expect("a manifest serialises")).await?;
+    debug!(reference = %pinned, "signed");
+    Ok(manifest_digest)
+}
+
+/// The image config cosign writes for a signature manifest: empty, with
+/// the payloads as its layers.
+fn signature_config(layers: &[Descriptor]) -> Vec<u8> {
+    let diff_ids: Vec<&str> = layers.iter().map(|layer| layer.digest.as_str()).collect();
+    serde_json::to_vec(&serde_json::json!({
+        "architecture": "",
+        "created": "0001-01-01T00:00:00Z",
+        "history": [{"created": "0001-01-01T00:00:00Z"}],
+        "os": "",
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        "config": {},
+    }))
+    .expect("a config serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_have_cosigns_shape() {
+        let payload = Payload {
+            critical: Critical {
+                identity: Identity { docker_reference: "r.example/acme".into() },
+                image: Image { docker_manifest_digest: "sha256:ab".into() },
+                kind: PAYLOAD_TYPE.into(),
+            },
+            optional: None,
+        };
+        assert_eq!(
+            String::from_utf8(serde_json::to_vec(&payload).unwrap()).unwrap(),
+            r#"{"critical":{"identity":{"docker-reference":"r.example/acme"},"image":{"docker-manifest-digest":"sha256:ab"},"type":"cosign container image signature"},"optional":null}"#
+        );
+    }
+
+    #[test]
+    fn signature_tags() {
+        assert_eq!(signature_tag("sha256:0123abcd"), "sha256-0123abcd.sig");
+    }
+}

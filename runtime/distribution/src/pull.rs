@@ -1,0 +1,77 @@
+//! Resolving and pulling providers.
+
+use tracing::debug;
+
+use crate::artifact::{self, ACCEPTED_MANIFESTS};
+use crate::transfer::{fetch_blob, resolve_with};
+use crate::{DistributionError, Reference, RegistryOptions, Verification, cosign, digest};
+
+/// A provider pulled from a registry and verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pulled {
+    /// The reference pulled, pinned to [`Pulled::manifest_digest`].
+    pub reference: Reference,
+    /// The digest of the manifest the bytes were found through.
+    pub manifest_digest: String,
+    /// The digest of [`Pulled::wasm`]: `sha256:<hex>`, computed over these
+    /// very bytes.
+    pub digest: String,
+    /// The component.
+    pub wasm: Vec<u8>,
+}
+
+/// The manifest digest `reference` names now: its digest if it has one,
+/// otherwise what its tag points to, asked with a `HEAD` request.
+///
+/// Cheap enough to poll a tag for changes; pull the result with
+/// [`Reference::with_digest`] so that what is pulled is what was resolved.
+///
+/// # Errors
+/// When the registry cannot be reached, refuses the credentials, or has no
+/// such tag.
+pub async fn resolve(reference: &Reference, options: &RegistryOptions) -> Result<String, DistributionError> {
+    if let Some(digest) = reference.digest() {
+        return Ok(digest.to_owned());
+    }
+    resolve_with(&options.client(reference).await?, reference, options).await
+}
+
+/// Pulls the provider `reference` names and verifies it.
+///
+/// In order: a tag is resolved to a manifest digest once, and from then on
+/// everything is fetched by digest; the manifest's bytes must hash to that
+/// digest and describe a provider artifact (see the crate docs) no larger
+/// than [`RegistryOptions::max_size`]; with a public key, a cosign signature
+/// of that manifest digest must verify; the layer is streamed with the size
+/// cap and its bytes must hash to the layer digest the manifest states; with
+/// a pin, that digest must be the pin. The bytes returned are the bytes
+/// hashed.
+///
+/// # Errors
+/// Any failure of these steps, as a [`DistributionError`] naming it.
+pub async fn pull(
+    reference: &Reference,
+    options: &RegistryOptions,
+    verification: &Verification,
+) -> Result<Pulled, DistributionError> {
+    let client = options.client(reference).await?;
+    let manifest_digest = match reference.digest() {
+        Some(digest) => digest.to_owned(),
+        None => resolve_with(&client, reference, options).await?,
+    };
+    let pinned = reference.with_digest(&manifest_digest)?;
+    let (manifest, _) = client
+        .pull_manifest_raw(&pinned.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS)
+        .await
+        .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
+    digest::check("the manifest", &manifest, &manifest_digest)?;
+    let layer = artifact::provider_layer(&pinned, &manifest, options.max_size)?;
+    if let Some(key) = &verification.public_key {
+        cosign::verify(&client, &pinned, &manifest_digest, key, options).await?;
+    }
+    let wasm = fetch_blob(&client, &pinned, &layer, options.max_size, "the provider layer").await?;
+    let digest = digest::check("the provider layer", &wasm, &layer.digest)?;
+    digest::check_pin(&digest, verification.pin.as_deref())?;
+    debug!(reference = %pinned, %digest, size = wasm.len(), "pulled");
+    Ok(Pulled { reference: pinned, manifest_digest, digest, wasm })
+}
