@@ -1,7 +1,11 @@
 # wasm-ccm's entry points; README.md explains them.
 CARGO ?= cargo
 
-.PHONY: demo test guests lint test-servers bench
+.PHONY: local demo test guests lint test-servers bench
+
+## Build the providers, then run wasm-ccm on an embedded local cluster with the fake provider.
+local: guests
+	$(CARGO) run --locked -p wasm-ccm -- local
 
 ## Build the providers, then load the fake provider and call it.
 demo: guests
@@ -23,7 +27,7 @@ bench: guests test-servers
 	$(CARGO) build --locked --release -p wasm-ccm
 	$(CARGO) bench --locked -p wasm-ccm-bench
 
-## Install the servers tests run against (an AWS API emulator).
+## Install the servers tests run against (an AWS API emulator, an OCI registry).
 test-servers:
 	tests/setup.sh
 

@@ -4,10 +4,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
-use wasm_ccm_controllers::{SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT};
+use wasm_ccm_controllers::{
+    ControllerManager, ControllerName, Metrics, SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT, enabled_controllers,
+    names_route,
+};
 use wasm_ccm_tests::cluster::{NewNode, TestCluster, fast_settings};
 
 fn instances() -> Value {
@@ -79,6 +83,31 @@ async fn nodes_are_initialized_from_the_cloud() {
     let expected = [("InternalIP", "10.0.0.1"), ("ExternalIP", "203.0.113.1"), ("Hostname", "node-a")];
     assert_eq!(addresses, expected.map(|(t, a)| (t.to_owned(), a.to_owned())), "kubelet's host name is kept");
     cluster.wait("a Synced event", || async { (cluster.event_count("Synced").await >= 1).then_some(()) }).await;
+}
+
+/// Upstream removes the taint, then sets the addresses; here no version of
+/// the node is without both.
+#[tokio::test]
+async fn nodes_lose_their_taint_only_with_their_addresses() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    let nodes = cluster.nodes();
+    let mut versions = nodes.watch(&WatchParams::default(), "0").await.unwrap().boxed();
+    cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-a") }).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut seen = 0;
+    loop {
+        let event = tokio::time::timeout_at(deadline, versions.next()).await.expect("node-a initialized in time");
+        let (WatchEvent::Added(node) | WatchEvent::Modified(node)) = event.expect("a watch event").unwrap() else {
+            continue;
+        };
+        seen += 1;
+        let addresses = node.status.as_ref().and_then(|status| status.addresses.clone()).unwrap_or_default();
+        if !taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned()) {
+            assert!(addresses.iter().any(|address| address.address == "10.0.0.1"), "{addresses:?}");
+            break;
+        }
+    }
+    assert!(seen >= 2, "the watch saw the node before and after");
 }
 
 #[tokio::test]
@@ -233,6 +262,20 @@ async fn provider_errors_are_reported_and_backed_off() {
     assert_eq!(failures[0].type_.as_deref(), Some("Warning"));
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(cluster.event_count("SyncLoadBalancerFailed").await, 1, "the next attempt waits 5 s");
+
+    // Another error is another event: its message is not lost in the first one's series.
+    let mut config = instances();
+    config["faults"] = json!({"load-balancer.ensure": {"error": {"kind": "other", "message": "subnet full"}}});
+    cluster.reconfigure(config).await;
+    let notes = cluster
+        .wait("a second SyncLoadBalancerFailed", || async {
+            let notes: Vec<String> =
+                cluster.events("SyncLoadBalancerFailed").await.into_iter().filter_map(|event| event.note).collect();
+            (notes.len() == 2).then_some(notes)
+        })
+        .await;
+    assert!(notes.iter().any(|note| note.contains("quota exhausted")), "{notes:?}");
+    assert!(notes.iter().any(|note| note.contains("subnet full")), "{notes:?}");
     cluster.reconfigure(instances()).await;
     cluster.ingress("web").await;
 }
@@ -403,4 +446,27 @@ async fn a_restart_in_the_middle_of_a_sync_makes_no_duplicate() {
     assert_eq!(records.len(), 1, "one load balancer: {records:?}");
     assert_eq!(records[0].value["address"], ip);
     assert_eq!(cluster.cloud.objects("addresses").len(), 1, "one address claimed");
+}
+
+/// Upstream fails to start without `--cluster-cidr` when routes are on;
+/// here the route controller is left out, unless `--controllers` names it.
+#[tokio::test]
+async fn the_route_controller_needs_a_cluster_cidr_only_when_named() {
+    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    let plan = |controllers: &[&str]| {
+        let list: Vec<String> = controllers.iter().map(|name| (*name).to_owned()).collect();
+        let settings = Settings {
+            controllers: enabled_controllers(&list).unwrap(),
+            route_explicitly_enabled: names_route(&list),
+            cluster_cidrs: Vec::new(),
+            ..fast_settings()
+        };
+        ControllerManager::new(cluster.client.clone(), cluster.provider.clone(), settings, Metrics::default()).plan()
+    };
+    let all = plan(&["*"]).unwrap();
+    assert!(!all.active.contains(&ControllerName::Route), "{all:?}");
+    assert!(all.skipped.contains(&(ControllerName::Route, "no --cluster-cidr")), "{all:?}");
+    assert_eq!(all.active.len(), 3, "{all:?}");
+    let named = plan(&["service", "route"]).unwrap_err();
+    assert!(named.to_string().contains("needs --cluster-cidr"), "{named}");
 }
