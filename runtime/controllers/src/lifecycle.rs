@@ -12,6 +12,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use wasm_ccm_host::ProviderHandle;
 
 use crate::cloud;
@@ -58,7 +59,12 @@ impl NodeLifecycleController {
                 _ = ticks.tick() => {}
             }
             let nodes = self.nodes.all();
-            futures::stream::iter(nodes).for_each_concurrent(self.workers, |node| self.monitor(node)).await;
+            futures::stream::iter(nodes)
+                .for_each_concurrent(self.workers, |node| {
+                    let span = tracing::info_span!("monitor", node = node.metadata.name.as_deref().unwrap_or_default());
+                    self.monitor(node).instrument(span)
+                })
+                .await;
         }
     }
 

@@ -16,6 +16,7 @@ use kube::{Client, Resource};
 use serde_json::json;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use wasm_ccm_host::types::Route;
 use wasm_ccm_host::{ProviderError, ProviderHandle};
 
@@ -151,16 +152,21 @@ impl RouteController {
         let plan = plan(&routes, &nodes, &self.cluster_cidrs);
         let failed: Mutex<HashSet<String>> = Mutex::default();
         futures::stream::iter(plan.delete)
-            .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |route| async move {
-                match self.provider.delete_route(&route).await {
-                    Ok(()) => tracing::info!(route = %route.name, cidr = %route.destination_cidr, "deleted a route"),
-                    Err(err) => tracing::warn!(route = %route.name, "cannot delete the route: {err}"),
+            .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |route| {
+                let span = tracing::info_span!("delete-route", route = %route.name);
+                async move {
+                    match self.provider.delete_route(&route).await {
+                        Ok(()) => tracing::info!(cidr = %route.destination_cidr, "deleted a route"),
+                        Err(err) => tracing::warn!("cannot delete the route: {err}"),
+                    }
                 }
+                .instrument(span)
             })
             .await;
         futures::stream::iter(plan.create)
             .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |wanted| {
                 let failed = &failed;
+                let span = tracing::info_span!("create-route", node = %wanted.route.target_node);
                 async move {
                     let node = &wanted.route.target_node;
                     match self.provider.create_route(&wanted.name_hint, &wanted.route).await {
@@ -186,6 +192,7 @@ impl RouteController {
                         }
                     }
                 }
+                .instrument(span)
             })
             .await;
         let failed = failed.into_inner();

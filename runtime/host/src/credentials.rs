@@ -3,8 +3,13 @@
 //!
 //! A provider can read exactly these, by file name; it has no file system
 //! access, so no other name, path or directory can reach anything.
+//!
+//! A credential can also be *sealed*: the host still uses it to sign or
+//! authenticate the provider's requests (`request-auth`), but the
+//! `credentials` import refuses to hand it to the guest, so a secret key
+//! never enters guest memory whatever the provider does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::bindings::credentials;
@@ -30,12 +35,21 @@ pub enum CredentialsError {
         /// The file.
         path: String,
     },
+    /// A credential to seal does not exist.
+    #[error("cannot seal the credential {name}: there is no credential of that name (there are: {present})")]
+    SealUnknown {
+        /// The name asked for.
+        name: String,
+        /// The names there are, comma-separated.
+        present: String,
+    },
 }
 
 /// A provider's credentials, by name.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Credentials {
     values: BTreeMap<String, Vec<u8>>,
+    sealed: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -53,7 +67,8 @@ impl Credentials {
         K: Into<String>,
         V: Into<Vec<u8>>,
     {
-        Credentials { values: pairs.into_iter().map(|(key, value)| (key.into(), value.into())).collect() }
+        let values = pairs.into_iter().map(|(key, value)| (key.into(), value.into())).collect();
+        Credentials { values, sealed: BTreeSet::new() }
     }
 
     /// Reads every regular file directly in `dir`, following symbolic links
@@ -81,7 +96,32 @@ impl Credentials {
             }
             values.insert(name, std::fs::read(&path).map_err(|err| read_error(&path, err))?);
         }
-        Ok(Credentials { values })
+        Ok(Credentials { values, sealed: BTreeSet::new() })
+    }
+
+    /// Seals the credentials `names`: usable by the host to sign the
+    /// provider's requests, never readable by the provider.
+    ///
+    /// # Errors
+    /// When a name is not a credential, which is likely a typo.
+    pub fn seal<I, S>(mut self, names: I) -> Result<Self, CredentialsError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        for name in names.into_iter().map(Into::into) {
+            if !self.values.contains_key(&name) {
+                let present = self.values.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+                return Err(CredentialsError::SealUnknown { name, present });
+            }
+            self.sealed.insert(name);
+        }
+        Ok(self)
+    }
+
+    /// Whether the provider is refused the credential `name`.
+    pub fn is_sealed(&self, name: &str) -> bool {
+        self.sealed.contains(name)
     }
 
     /// The credential `name`.
@@ -108,6 +148,10 @@ pub(crate) struct CredentialsImport {
 impl credentials::Host for CredentialsImport {
     fn get(&mut self, name: String) -> wasmtime::Result<Result<Vec<u8>, credentials::Error>> {
         let _span = tracing::debug_span!("credentials.get", name = %name).entered();
+        if self.credentials.is_sealed(&name) {
+            tracing::warn!(name = %name, "provider asked for a sealed credential, which only the host may read");
+            return Ok(Err(credentials::Error::NotFound(name)));
+        }
         Ok(match self.credentials.get(&name) {
             Some(value) => Ok(value.to_vec()),
             None => {

@@ -33,7 +33,9 @@ fn aws_spec(ec2: &str, elb: &str) -> ProviderSpec {
     let config = json!({"region": REGION, "endpoints": {"ec2": ec2, "elasticloadbalancing": elb}});
     let mut spec = spec("aws", guest("provider-aws"), config.to_string().as_bytes());
     spec.allow_list = allow(&[ec2, elb]);
-    spec.credentials = Credentials::from_pairs([("access-key-id", "AKIDEXAMPLE"), ("secret-access-key", "secret")]);
+    spec.credentials = Credentials::from_pairs([("access-key-id", "AKIDEXAMPLE"), ("secret-access-key", "secret")])
+        .seal(["secret-access-key"])
+        .expect("the secret key is bound");
     spec.cluster_name = CLUSTER.to_owned();
     spec
 }

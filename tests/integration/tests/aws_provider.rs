@@ -29,7 +29,8 @@ fn credentials(session_token: bool) -> Credentials {
     if session_token {
         pairs.push(("session-token", "session-token-value"));
     }
-    Credentials::from_pairs(pairs)
+    // Sealed: the provider works without ever being able to read the secret key.
+    Credentials::from_pairs(pairs).seal(["secret-access-key"]).expect("the secret key is bound")
 }
 
 /// The AWS provider with `config`, allowed to reach `allowed` only.

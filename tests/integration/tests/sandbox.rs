@@ -182,6 +182,25 @@ async fn only_bound_credentials_are_readable() {
 }
 
 #[tokio::test]
+async fn sealed_credentials_authenticate_requests_but_stay_out_of_the_guest() {
+    let server = EchoServer::start().await.unwrap();
+    let credentials =
+        Credentials::from_pairs([("token", "s3cret\n"), ("region", "eu-west-1")]).seal(["token"]).unwrap();
+    let handle = hostile(Limits::default(), allow(&[&server.url()]), credentials).await;
+    let err = run(&handle, "credential", "token").await.unwrap_err();
+    assert!(matches!(&err, ProviderError::Cloud(message) if !message.contains("s3cret")), "{err:?}");
+    assert_eq!(run(&handle, "credential", "region").await.unwrap(), "credential eu-west-1");
+    let echoed = run(&handle, "http-auth", &format!("{}/headers", server.url())).await.unwrap();
+    assert_eq!(echoed, "status 200 body authorization=Bearer s3cret", "the host still attaches it");
+
+    let typo = Credentials::from_pairs([("token", "s3cret")]).seal(["tokn"]).unwrap_err();
+    assert_eq!(
+        typo.to_string(),
+        "cannot seal the credential tokn: there is no credential of that name (there are: token)"
+    );
+}
+
+#[tokio::test]
 async fn no_files_no_environment() {
     let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;
     let err = run(&handle, "file", "/etc/passwd").await.unwrap_err();

@@ -178,10 +178,14 @@ impl Shared {
                 self.nodes.all().into_iter().filter(|node| !has_taint(node, UNINITIALIZED)).collect();
             let this = &*self;
             futures::stream::iter(nodes)
-                .for_each_concurrent(self.workers, |node| async move {
-                    if let Err(err) = this.refresh(&node).await {
-                        tracing::warn!(node = ?node.metadata.name, "cannot refresh the node's addresses: {err}");
+                .for_each_concurrent(self.workers, |node| {
+                    let span = tracing::info_span!("refresh", node = node.metadata.name.as_deref().unwrap_or_default());
+                    async move {
+                        if let Err(err) = this.refresh(&node).await {
+                            tracing::warn!("cannot refresh the node's addresses: {err}");
+                        }
                     }
+                    .instrument(span)
                 })
                 .await;
         }

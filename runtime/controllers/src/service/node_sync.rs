@@ -9,6 +9,7 @@ use futures::StreamExt;
 use kube::Resource;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use wasm_ccm_host::ProviderError;
 
 use super::rules::wants_load_balancer;
@@ -50,11 +51,13 @@ impl Shared {
         futures::stream::iter(stale)
             .for_each_concurrent(self.workers, |key| {
                 let (nodes, failures) = (nodes.clone(), &failures);
+                let span = tracing::info_span!("update-hosts", service = %key);
                 async move {
                     if !self.update_hosts(&key, &nodes).await {
                         failures.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                .instrument(span)
             })
             .await;
         let failed = failures.load(Ordering::Relaxed);
