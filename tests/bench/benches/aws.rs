@@ -384,8 +384,8 @@ fn main() -> anyhow::Result<()> {
             aws.ready_after.as_secs_f64() / fake.ready_after.as_secs_f64()
         );
         report_actions(&aws);
-        println!("\nAPI requests until all had an ingress, fake:\n\n```\n{}```", fake.breakdown);
-        println!("\nAPI requests until all had an ingress, AWS:\n\n```\n{}```", aws.breakdown);
+        println!("\nAPI requests until all had an ingress, fake:\n\n```\n{}\n```", fake.breakdown.trim_end());
+        println!("\nAPI requests until all had an ingress, AWS:\n\n```\n{}\n```", aws.breakdown.trim_end());
         anyhow::Ok(())
     });
     let _ = std::fs::remove_dir_all(&dir);

@@ -81,10 +81,14 @@ const LOAD_BALANCING: &str = r#"
 def tags(arns):
     if not arns:
         return {}
-    found = elbv2.describe_tags(ResourceArns=arns)["TagDescriptions"]
+    found = []
+    for start in range(0, len(arns), 20):
+        found += elbv2.describe_tags(ResourceArns=arns[start:start + 20])["TagDescriptions"]
     return {d["ResourceArn"]: {t["Key"]: t["Value"] for t in d["Tags"]} for d in found}
+def every(operation, key):
+    return [item for page in elbv2.get_paginator(operation).paginate() for item in page[key]]
 balancers, listeners = [], []
-for lb in elbv2.describe_load_balancers()["LoadBalancers"]:
+for lb in every("describe_load_balancers", "LoadBalancers"):
     balancers.append({
         "arn": lb["LoadBalancerArn"], "name": lb["LoadBalancerName"], "scheme": lb["Scheme"], "type": lb["Type"],
         "dnsName": lb["DNSName"], "subnets": sorted(z["SubnetId"] for z in lb["AvailabilityZones"]),
@@ -95,7 +99,7 @@ for lb in elbv2.describe_load_balancers()["LoadBalancers"]:
             "protocol": listener["Protocol"], "targetGroup": listener["DefaultActions"][0].get("TargetGroupArn", ""),
         })
 groups = []
-for group in elbv2.describe_target_groups()["TargetGroups"]:
+for group in every("describe_target_groups", "TargetGroups"):
     health = elbv2.describe_target_health(TargetGroupArn=group["TargetGroupArn"])["TargetHealthDescriptions"]
     groups.append({
         "arn": group["TargetGroupArn"], "name": group["TargetGroupName"], "port": group["Port"],
