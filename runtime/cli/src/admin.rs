@@ -1,5 +1,6 @@
-//! The admin server: `/healthz`, `/livez`, `/readyz` and `/metrics` in
-//! Prometheus format, over HTTPS (with a self-signed certificate unless one
+//! The admin server: `/healthz`, `/livez`, `/readyz`, `/metrics` in
+//! Prometheus format and `/providers` (the provider versions loaded and the
+//! last rejections, as JSON), over HTTPS (with a self-signed certificate unless one
 //! is given) or, for local use, plain HTTP.
 
 use std::net::{IpAddr, SocketAddr};
@@ -16,6 +17,7 @@ use axum::routing::get;
 use axum_server::tls_rustls::RustlsConfig;
 use prometheus_client::registry::Registry;
 use wasm_ccm_controllers::Readiness;
+use wasm_ccm_reload::StatusBoard;
 
 /// Admin server flags, as upstream's secure serving flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -93,6 +95,7 @@ impl Health {
 struct AppState {
     health: Health,
     registry: Registry,
+    providers: StatusBoard,
 }
 
 async fn ok() -> &'static str {
@@ -118,12 +121,22 @@ async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     }
 }
 
+async fn providers(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    let body = serde_json::to_string_pretty(&state.providers.snapshot()).unwrap_or_else(|_| "[]".to_owned());
+    ([(header::CONTENT_TYPE, "application/json")], body)
+}
+
 /// Binds the admin server and serves it in the background; returns the
 /// address it listens on, or `None` when it is turned off.
 ///
 /// # Errors
 /// When the address cannot be bound or the certificate cannot be loaded.
-pub async fn serve(args: &AdminArgs, health: Health, registry: Registry) -> anyhow::Result<Option<SocketAddr>> {
+pub async fn serve(
+    args: &AdminArgs,
+    health: Health,
+    registry: Registry,
+    providers: StatusBoard,
+) -> anyhow::Result<Option<SocketAddr>> {
     if args.secure_port == 0 {
         return Ok(None);
     }
@@ -132,7 +145,8 @@ pub async fn serve(args: &AdminArgs, health: Health, registry: Registry) -> anyh
         .route("/livez", get(ok))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
-        .with_state(Arc::new(AppState { health, registry }));
+        .route("/providers", get(self::providers))
+        .with_state(Arc::new(AppState { health, registry, providers }));
     let address = SocketAddr::new(args.bind_address, args.secure_port);
     let listener = std::net::TcpListener::bind(address).with_context(|| format!("cannot listen on {address}"))?;
     listener.set_nonblocking(true)?;
@@ -159,6 +173,6 @@ pub async fn serve(args: &AdminArgs, health: Health, registry: Registry) -> anyh
         let server = axum_server::from_tcp_rustls(listener, tls)?;
         tokio::spawn(async move { server.serve(app.into_make_service()).await });
     }
-    tracing::info!(address = %bound, tls = !args.admin_plain_http, "serving /healthz, /livez, /readyz and /metrics");
+    tracing::info!(address = %bound, tls = !args.admin_plain_http, "serving /healthz, /livez, /readyz, /metrics and /providers");
     Ok(Some(bound))
 }

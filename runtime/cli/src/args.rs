@@ -5,6 +5,9 @@ use clap::{Parser, Subcommand};
 use crate::local::LocalArgs;
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
+use crate::provider_inspect::InspectArgs;
+use crate::provider_push::PushArgs;
+use crate::provider_verify::VerifyArgs;
 use crate::run::RunArgs;
 
 /// A Kubernetes cloud-controller-manager whose cloud provider is a
@@ -38,4 +41,13 @@ pub enum Command {
 pub enum ProviderCommand {
     /// Load a provider and call one of its functions; prints the result as JSON.
     Call(CallArgs),
+    /// Push a component to a registry as a CNCF WebAssembly artifact,
+    /// optionally signing it as `cosign sign --key` does.
+    Push(PushArgs),
+    /// Describe a component, from a file or a registry: its world's imports
+    /// and exports, digest and size, and whether this host can load it.
+    Inspect(InspectArgs),
+    /// Check a component's sha256 pin and signature, from a file or a
+    /// registry; fails when it does not verify.
+    Verify(VerifyArgs),
 }

@@ -8,11 +8,17 @@ mod local;
 mod logging;
 mod provider_args;
 mod provider_call;
+mod provider_inspect;
+mod provider_push;
+mod provider_source;
+mod provider_verify;
+mod registry_args;
 mod run;
 mod signals;
 
 pub use args::{Args, Command, ProviderCommand};
 pub use provider_args::ProviderArgs;
+pub use provider_source::SourceArgs;
 pub use run::RunArgs;
 
 /// Runs a parsed command line.
@@ -31,6 +37,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Command::Run(args) => run::run(*args).await,
             Command::Local(args) => local::local(args).await,
             Command::Provider(ProviderCommand::Call(call)) => provider_call::call(call).await,
+            Command::Provider(ProviderCommand::Push(args)) => provider_push::push(args).await,
+            Command::Provider(ProviderCommand::Inspect(args)) => provider_inspect::inspect(args).await,
+            Command::Provider(ProviderCommand::Verify(args)) => provider_verify::verify(args).await,
         }
     })
 }

@@ -19,7 +19,7 @@ use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec};
 
 use crate::admin::AdminArgs;
-use crate::run::{ManagerOptions, serve};
+use crate::run::{ManagerOptions, ProviderSetup, serve};
 use crate::signals;
 
 #[cfg(embedded_fake)]
@@ -150,7 +150,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
     let options = ManagerOptions {
         kubeconfig: Some(args.kubeconfig_out.clone()),
         settings,
-        spec,
+        provider: ProviderSetup::fixed(spec),
         admin: AdminArgs {
             secure_port: args.admin_port,
             bind_address: Ipv4Addr::LOCALHOST.into(),
@@ -160,6 +160,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         },
         leader: None,
         shutdown_grace: Duration::from_secs(10),
+        compile_cache: None,
         kube_api_qps: 1000,
         kube_api_burst: 2000,
     };

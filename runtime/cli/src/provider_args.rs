@@ -6,13 +6,17 @@ use std::time::Duration;
 use anyhow::Context;
 use bytesize::ByteSize;
 use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec};
+use wasm_ccm_reload::{InputFiles, Location};
 
 /// Which provider, its configuration, credentials and limits.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProviderArgs {
-    /// The provider component, a `.wasm` file.
-    #[arg(long = "provider", value_name = "FILE", env = "WASM_CCM_PROVIDER")]
-    pub provider: PathBuf,
+    /// The provider component: a `.wasm` file, an OCI artifact
+    /// `oci://registry/repository:tag` (or `@sha256:<digest>`), or the
+    /// `binaryData` key of a ConfigMap, `configmap:NAMESPACE/NAME/KEY`.
+    /// `run` watches it and swaps in each new version that passes its checks.
+    #[arg(long = "provider", value_name = "FILE|oci://REF|configmap:NS/NAME/KEY", env = "WASM_CCM_PROVIDER")]
+    pub provider: String,
     /// The provider's configuration file, passed to it verbatim.
     #[arg(long = "cloud-config", value_name = "FILE")]
     pub cloud_config: Option<PathBuf>,
@@ -20,6 +24,10 @@ pub struct ProviderArgs {
     /// mounted Secret.
     #[arg(long = "provider-credentials", value_name = "DIR")]
     pub credentials: Option<PathBuf>,
+    /// Credentials the host signs or authenticates requests with but never
+    /// hands to the provider (such as `secret-access-key`), comma-separated.
+    #[arg(long = "provider-sealed-credentials", value_name = "NAME", value_delimiter = ',')]
+    pub sealed_credentials: Vec<String>,
     /// Where the provider may send HTTP requests: `scheme://host[:ports]`,
     /// repeated or comma-separated. Empty: nowhere.
     #[arg(long = "provider-allow", value_name = "URL", value_delimiter = ',')]
@@ -39,19 +47,53 @@ pub struct ProviderArgs {
 }
 
 impl ProviderArgs {
-    /// Reads the component, configuration and credentials into a spec.
+    /// Where the provider is.
+    ///
+    /// # Errors
+    /// When `--provider` is not a valid location.
+    pub fn location(&self) -> anyhow::Result<Location> {
+        self.provider.parse().context("--provider")
+    }
+
+    /// The configuration file and credentials directory, to watch.
+    pub fn input_files(&self) -> InputFiles {
+        InputFiles {
+            config: self.cloud_config.clone(),
+            credentials: self.credentials.clone(),
+            sealed: self.sealed_names().map(str::to_owned).collect(),
+        }
+    }
+
+    /// Reads the component, configuration and credentials into a spec; the
+    /// provider must be a file.
     ///
     /// # Errors
     /// When a file cannot be read or a flag is invalid.
     pub fn spec(&self, name: &str, cluster_name: &str) -> anyhow::Result<ProviderSpec> {
+        let Location::File(path) = self.location()? else {
+            anyhow::bail!("--provider must be a file here, not {}", self.provider);
+        };
+        let wasm = std::fs::read(&path).with_context(|| format!("cannot read the provider {}", path.display()))?;
+        Ok(ProviderSpec { wasm: wasm.into(), ..self.template(name, cluster_name)? })
+    }
+
+    /// The names given to `--provider-sealed-credentials`.
+    fn sealed_names(&self) -> impl Iterator<Item = &str> {
+        self.sealed_credentials.iter().map(|name| name.trim()).filter(|name| !name.is_empty())
+    }
+
+    /// A spec without the component: the configuration, credentials,
+    /// allow-list and limits, checked and read.
+    ///
+    /// # Errors
+    /// When a file cannot be read or a flag is invalid.
+    pub fn template(&self, name: &str, cluster_name: &str) -> anyhow::Result<ProviderSpec> {
         if self.concurrency == 0 {
             anyhow::bail!("--provider-concurrency must be at least 1");
         }
         if self.deadline.is_zero() {
             anyhow::bail!("--provider-deadline must be longer than zero");
         }
-        let wasm = std::fs::read(&self.provider)
-            .with_context(|| format!("cannot read the provider {}", self.provider.display()))?;
         let config = match &self.cloud_config {
             Some(path) => {
                 std::fs::read(path).with_context(|| format!("cannot read --cloud-config {}", path.display()))?
@@ -61,7 +103,8 @@ impl ProviderArgs {
         let credentials = match &self.credentials {
             Some(dir) => Credentials::from_dir(dir)?,
             None => Credentials::default(),
-        };
+        }
+        .seal(self.sealed_names())?;
         let allow_list = AllowList::parse(&self.allow)?;
         let limits = Limits {
             deadline: self.deadline,
@@ -72,7 +115,7 @@ impl ProviderArgs {
         };
         Ok(ProviderSpec {
             name: name.to_owned(),
-            wasm: wasm.into(),
+            wasm: Vec::new().into(),
             config: config.into(),
             cluster_name: cluster_name.to_owned(),
             credentials,

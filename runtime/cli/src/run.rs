@@ -11,11 +11,16 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_controllers::{
     ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Settings, enabled_controllers, names_route,
 };
-use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
+use wasm_ccm_host::{Engine, EngineSettings, ProviderSpec};
+use wasm_ccm_reload::{
+    Candidate, DEFAULT_POLL_INTERVAL, InputFiles, Location, Observers, ReloadMetrics, Reloader, Reporter, Source,
+    SourceSettings, StatusBoard, config_map_reference, own_pod_reference,
+};
 
 use crate::ProviderArgs;
 use crate::admin::{self, AdminArgs, Health};
 use crate::leader::LeaderArgs;
+use crate::provider_source::SourceArgs;
 use crate::signals;
 
 /// `run` flags: upstream's names; defaults differ where upstream's are its
@@ -30,6 +35,10 @@ pub struct RunArgs {
     /// The provider and its sandbox.
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// Where new versions of the provider come from and how they are
+    /// verified.
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Controllers to run: `*` for all, a name to enable one, `-name` to
     /// disable one (service, cloud-node, cloud-node-lifecycle, route).
     #[arg(long, value_delimiter = ',', default_value = "*")]
@@ -72,6 +81,11 @@ pub struct RunArgs {
     /// How long syncs in flight may take to finish after SIGTERM or SIGINT.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub shutdown_grace_period: Duration,
+    /// A directory to keep compiled providers in, so that a restart or a
+    /// reload of a version compiled before skips compiling; only entries
+    /// this host wrote and authenticated are loaded.
+    #[arg(long, value_name = "DIR")]
+    pub compile_cache: Option<PathBuf>,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,
@@ -125,51 +139,81 @@ impl RunArgs {
 /// When a flag, the provider or the cluster configuration is bad.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
-    let name = args.provider.provider.file_stem().map_or("provider".into(), |stem| stem.to_string_lossy().into_owned());
-    let spec = args.provider.spec(&name, &settings.cluster_name)?;
+    let location = args.provider.location()?;
+    let name = location.default_name();
+    let provider = ProviderSetup {
+        template: args.provider.template(&name, &settings.cluster_name)?,
+        source: Some(args.source.settings(location)?),
+        inputs: args.provider.input_files(),
+    };
     let leader = args.leader.config()?;
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;
     let options = ManagerOptions {
         kubeconfig: args.kubeconfig.clone(),
         settings,
-        spec,
+        provider,
         admin: args.admin.clone(),
         leader,
         shutdown_grace: args.shutdown_grace_period,
+        compile_cache: args.compile_cache.clone(),
         kube_api_qps: args.kube_api_qps,
         kube_api_burst: args.kube_api_burst,
     };
     serve(options, stop).await
 }
 
+/// The provider to run and where its new versions come from.
+pub(crate) struct ProviderSetup {
+    /// Its name, cluster name, allow-list and limits, first configuration
+    /// and credentials; its component too when `source` is `None`.
+    pub(crate) template: ProviderSpec,
+    /// Where versions come from; `None`: the template's component, fixed.
+    pub(crate) source: Option<SourceSettings>,
+    /// Its configuration file and credentials directory, watched.
+    pub(crate) inputs: InputFiles,
+}
+
+impl ProviderSetup {
+    /// The component of `spec`, never reloaded.
+    pub(crate) fn fixed(spec: ProviderSpec) -> Self {
+        ProviderSetup { template: spec, source: None, inputs: InputFiles::default() }
+    }
+}
+
 /// Everything a controller manager needs, whether from `run` or `local`.
 pub(crate) struct ManagerOptions {
     pub(crate) kubeconfig: Option<PathBuf>,
     pub(crate) settings: Settings,
-    pub(crate) spec: ProviderSpec,
+    pub(crate) provider: ProviderSetup,
     pub(crate) admin: AdminArgs,
     pub(crate) leader: Option<LeaderElectionConfig>,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) compile_cache: Option<PathBuf>,
     pub(crate) kube_api_qps: u32,
     pub(crate) kube_api_burst: u32,
 }
 
-/// Serves the admin endpoints, loads the provider, and runs the controllers
-/// (under leader election when asked) until `stop`; then lets syncs in
-/// flight finish within the shutdown grace period.
+/// Serves the admin endpoints, loads the provider and keeps it up to date
+/// with its source, and runs the controllers (under leader election when
+/// asked) until `stop`; then lets syncs in flight finish within the
+/// shutdown grace period.
 ///
 /// # Errors
 /// When the provider cannot be loaded, the cluster cannot be reached, the
 /// controllers cannot start, or leadership is lost.
 pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> anyhow::Result<()> {
-    let engine = Engine::new(EngineSettings::default())?;
+    let engine =
+        Engine::new(EngineSettings { compile_cache: options.compile_cache.clone(), ..EngineSettings::default() })?;
     let metrics = Metrics::default();
     let mut registry = Registry::default();
     metrics.register(&mut registry);
     engine.metrics().register(&mut registry);
+    let reloads = ReloadMetrics::default();
+    reloads.register(&mut registry);
+    let providers = StatusBoard::default();
     let health = Health::default();
-    admin::serve(&options.admin, health.clone(), registry).await?;
+    admin::serve(&options.admin, health.clone(), registry, providers.clone()).await?;
     {
         let (health, stop) = (health.clone(), stop.clone());
         tokio::spawn(async move {
@@ -178,17 +222,46 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
         });
     }
 
-    let source = options.spec.name.clone();
-    let provider = LoadedProvider::load(&engine, options.spec)
-        .await
-        .with_context(|| format!("cannot load the provider {source}"))?;
-    tracing::info!(provider = %provider.info().name, parts = ?provider.info().parts, "loaded the provider");
-    health.provider_loaded();
     let client =
         wasm_ccm_controllers::client(options.kubeconfig.as_deref(), options.kube_api_qps, options.kube_api_burst)
             .await?;
-    let manager =
-        ControllerManager::new(client.clone(), ProviderHandle::new(provider), options.settings, metrics.clone());
+    let ProviderSetup { template, source, inputs } = options.provider;
+    let name = template.name.clone();
+    let (source, regarding, poll_interval) = match source {
+        Some(settings) => {
+            let regarding = match &settings.location {
+                Location::ConfigMap { namespace, name, .. } => Some(config_map_reference(namespace, name)),
+                _ => own_pod_reference(),
+            };
+            (settings.build(Some(client.clone()))?, regarding, settings.poll_interval)
+        }
+        None => {
+            let candidate = Candidate {
+                digest: wasm_ccm_distribution::sha256_digest(&template.wasm),
+                wasm: template.wasm.clone(),
+                origin: "built-in".to_owned(),
+            };
+            (Source::Fixed(Some(candidate)), own_pod_reference(), DEFAULT_POLL_INTERVAL)
+        }
+    };
+    if regarding.is_none() {
+        tracing::info!(
+            "POD_NAME and POD_NAMESPACE are not set: provider reloads are logged and counted, not reported as events"
+        );
+    }
+    let observers = Observers {
+        metrics: reloads,
+        status: providers,
+        reporter: regarding.map(|r| Reporter::new(client.clone(), r)),
+    };
+    let reloader = Reloader::start(&engine, template, source, inputs, poll_interval, observers)
+        .await
+        .with_context(|| format!("cannot load the provider {name}"))?;
+    let handle = reloader.handle();
+    tracing::info!(provider = %handle.info().name, parts = ?handle.info().parts, "loaded the provider");
+    health.provider_loaded();
+    tokio::spawn(reloader.run(stop.clone()));
+    let manager = ControllerManager::new(client.clone(), handle, options.settings, metrics.clone());
     manager.plan()?;
     let readiness = health.controllers();
     let run_controllers = move |working: CancellationToken| async move {

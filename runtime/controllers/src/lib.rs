@@ -31,6 +31,7 @@ mod workqueue;
 
 pub use client::{ClientError, client};
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
+pub use events::{EventType, Events};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerManager, Plan, Readiness, StartError};
 pub use metrics::Metrics;

@@ -114,7 +114,7 @@ pub(crate) fn provider_layer(
         return Err(refuse(format!("manifest schema version {} is not 2", manifest.schema_version)));
     }
     let config = manifest.config.ok_or_else(|| refuse("the manifest has no config".to_owned()))?;
-    let [layer] = <[Descriptor; 1]>::try_from(manifest.layers).map_err(|layers| {
+    let [mut layer] = <[Descriptor; 1]>::try_from(manifest.layers).map_err(|layers| {
         refuse(format!(
             "artifact has {} layer{}; a provider artifact has exactly one{}",
             layers.len(),
@@ -144,7 +144,7 @@ pub(crate) fn provider_layer(
             LEGACY_LAYER_MEDIA_TYPES.join(", ")
         )));
     }
-    digest::parse(&layer.digest)
+    layer.digest = digest::parse(&layer.digest)
         .map_err(|_| refuse(format!("layer digest {:?} is not a sha256 digest", layer.digest)))?;
     if layer.size > max_size {
         return Err(DistributionError::TooLarge { what: "the provider layer", size: layer.size, limit: max_size });

@@ -64,8 +64,9 @@ pub fn inspect(wasm: &[u8]) -> Result<Inspection, DistributionError> {
     })
 }
 
-/// The names of a world's interfaces and functions, sorted; types are left
-/// out.
+/// The names of a world's interfaces and functions, sorted by name and then
+/// by version text (`instances@0.1.0` before `instances-v2@0.1.0`, as a plain
+/// string sort would not have it); types are left out.
 fn names<'a>(resolve: &Resolve, items: impl IntoIterator<Item = (&'a WorldKey, &'a WorldItem)>) -> Vec<String> {
     let mut names: Vec<String> = items
         .into_iter()
@@ -75,8 +76,14 @@ fn names<'a>(resolve: &Resolve, items: impl IntoIterator<Item = (&'a WorldKey, &
             WorldKey::Interface(id) => resolve.id_of(*id).unwrap_or_else(|| "(anonymous interface)".to_owned()),
         })
         .collect();
-    names.sort();
+    names.sort_by(|a, b| name_and_version(a).cmp(&name_and_version(b)));
     names
+}
+
+/// `("ns:pkg/name", "1.0.0")` for `ns:pkg/name@1.0.0`; the version is empty
+/// when there is none.
+fn name_and_version(name: &str) -> (&str, &str) {
+    name.split_once('@').unwrap_or((name, ""))
 }
 
 impl fmt::Display for Inspection {
@@ -123,6 +130,13 @@ mod tests {
         // A component header followed by garbage.
         let err = inspect(b"\0asm\x0d\0\x01\0\xff\xff").unwrap_err();
         assert!(matches!(err, DistributionError::NotWebAssembly(_)), "{err}");
+    }
+
+    #[test]
+    fn names_sort_by_name_then_version() {
+        let mut names = vec!["a:b/x-v2@0.1.0", "a:b/x@0.2.0", "log", "a:b/x@0.1.0", "a:b/x"];
+        names.sort_by(|a, b| name_and_version(a).cmp(&name_and_version(b)));
+        assert_eq!(names, ["a:b/x", "a:b/x@0.1.0", "a:b/x@0.2.0", "a:b/x-v2@0.1.0", "log"]);
     }
 
     #[test]

@@ -41,11 +41,12 @@ pub async fn resolve(reference: &Reference, options: &RegistryOptions) -> Result
 /// In order: a tag is resolved to a manifest digest once, and from then on
 /// everything is fetched by digest; the manifest's bytes must hash to that
 /// digest and describe a provider artifact (see the crate docs) no larger
-/// than [`RegistryOptions::max_size`]; with a public key, a cosign signature
+/// than [`RegistryOptions::max_size`]; with a pin, the layer digest the
+/// manifest states must be the pin; with a public key, a cosign signature
 /// of that manifest digest must verify; the layer is streamed with the size
-/// cap and its bytes must hash to the layer digest the manifest states; with
-/// a pin, that digest must be the pin. The bytes returned are the bytes
-/// hashed.
+/// cap and its bytes must hash to the layer digest the manifest states (and
+/// so to the pin). The bytes returned are the bytes hashed. A layer refused
+/// by its stated size or digest is never downloaded.
 ///
 /// # Errors
 /// Any failure of these steps, as a [`DistributionError`] naming it.
@@ -66,6 +67,9 @@ pub async fn pull(
         .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
     digest::check("the manifest", &manifest, &manifest_digest)?;
     let layer = artifact::provider_layer(&pinned, &manifest, options.max_size)?;
+    // Refused from the manifest, before the layer is downloaded; the bytes
+    // are checked against the same digest once they are.
+    digest::check_pin(&layer.digest, verification.pin.as_deref())?;
     if let Some(key) = &verification.public_key {
         cosign::verify(&client, &pinned, &manifest_digest, key, options).await?;
     }

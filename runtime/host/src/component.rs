@@ -2,14 +2,18 @@
 //! is a component, it exports the whole world at this host's contract
 //! version, and it imports nothing the host does not provide.
 
+use sha2::{Digest as _, Sha256};
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
+use crate::cache::{CacheOutcome, Lookup};
 use crate::engine::Engine;
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
 pub const CONTRACT: &str = "wasm-ccm:provider@0.1.0";
+/// The world a provider implements.
+pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.1.0";
 const PACKAGE: &str = "wasm-ccm:provider";
 const VERSION: &str = "0.1.0";
 
@@ -40,6 +44,23 @@ const EXPORTS: &[(&str, &[&str])] = &[
 /// The contract's own interfaces a provider may import.
 const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log"];
 
+/// The interfaces a provider must export, named as a component names them:
+/// `wasm-ccm:provider/<interface>@<version>`.
+pub fn required_exports() -> Vec<String> {
+    EXPORTS.iter().map(|(interface, _)| format!("{PACKAGE}/{interface}@{VERSION}")).collect()
+}
+
+/// Whether this host provides the import `name`: one of the contract's own
+/// interfaces at this version, or a WASI interface it links.
+pub fn provides_import(name: &str) -> bool {
+    let Some((package, interface, version)) = split_name(name) else { return false };
+    if package == PACKAGE {
+        CONTRACT_IMPORTS.contains(&interface) && version == VERSION
+    } else {
+        crate::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
+    }
+}
+
 /// Tells a core module, a component and anything else apart by the header.
 fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
     const MAGIC: &[u8] = b"\0asm";
@@ -59,7 +80,49 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
 /// When the bytes are not a component, do not compile, or do not export
 /// and import what a provider must.
 pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    compile_cached(engine, bytes).map(|(component, _)| component)
+}
+
+/// Compiles `bytes`, or loads them from the engine's compile cache, and
+/// checks it is a provider of this contract; says where the code came from.
+///
+/// Only components that pass the checks are stored in the cache; an entry
+/// that does not verify or load is logged, compiled again and overwritten.
+///
+/// # Errors
+/// As [`compile`].
+pub fn compile_cached(engine: &Engine, bytes: &[u8]) -> Result<(Component, CacheOutcome), LoadError> {
     check_header(bytes)?;
+    let Some(cache) = engine.compile_cache() else {
+        return Ok((compile_checked(engine, bytes)?, CacheOutcome::Disabled));
+    };
+    let digest = format!("{:x}", Sha256::digest(bytes));
+    let outcome = match cache.get(engine.wasmtime(), &digest) {
+        Lookup::Hit(component) => {
+            check_imports(engine, &component)?;
+            check_exports(engine, &component)?;
+            tracing::debug!(digest = %format_args!("sha256:{digest}"), "loaded compiled code from the cache");
+            return Ok((component, CacheOutcome::Hit));
+        }
+        Lookup::Miss => CacheOutcome::Miss,
+        Lookup::Rejected(reason) => {
+            tracing::warn!(
+                entry = %cache.entry_path(bytes).display(),
+                %reason,
+                "compile cache entry refused; compiling again"
+            );
+            CacheOutcome::Rejected
+        }
+    };
+    let component = compile_checked(engine, bytes)?;
+    match cache.put(&digest, &component) {
+        Ok(path) => tracing::debug!(entry = %path.display(), "stored compiled code in the cache"),
+        Err(err) => tracing::warn!(error = %err, "cannot store compiled code in the cache"),
+    }
+    Ok((component, outcome))
+}
+
+fn compile_checked(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
     let component = Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))?;
     check_imports(engine, &component)?;
     check_exports(engine, &component)?;
@@ -112,20 +175,8 @@ fn check_imports(engine: &Engine, component: &Component) -> Result<(), LoadError
     let ty = component.component_type();
     let unsupported: Vec<String> = ty
         .imports(engine.wasmtime())
-        .filter_map(|(name, _)| {
-            let (package, interface, version) = split_name(name)?;
-            let provided = if package == PACKAGE {
-                CONTRACT_IMPORTS.contains(&interface) && version == VERSION
-            } else {
-                crate::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
-            };
-            (!provided).then(|| name.to_owned())
-        })
-        .chain(
-            ty.imports(engine.wasmtime())
-                .filter(|(name, _)| split_name(name).is_none())
-                .map(|(name, _)| name.to_owned()),
-        )
+        .filter(|(name, _)| !provides_import(name))
+        .map(|(name, _)| name.to_owned())
         .collect();
     if unsupported.is_empty() { Ok(()) } else { Err(LoadError::UnsupportedImports(unsupported.join(", "))) }
 }
@@ -140,6 +191,18 @@ mod tests {
         assert!(matches!(check_header(b"\0as"), Err(LoadError::NotWasm(_))));
         assert!(matches!(check_header(b"\0asm\x01\0\0\0"), Err(LoadError::CoreModule)));
         assert!(check_header(b"\0asm\x0d\0\x01\0").is_ok());
+    }
+
+    #[test]
+    fn names_what_a_provider_exports_and_may_import() {
+        assert_eq!(required_exports().len(), 7);
+        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.1.0".to_owned()));
+        assert!(provides_import("wasm-ccm:provider/http@0.1.0"));
+        assert!(!provides_import("wasm-ccm:provider/http@0.2.0"));
+        assert!(!provides_import("wasm-ccm:provider/zones@0.1.0"));
+        assert!(provides_import("wasi:io/poll@0.2.6"));
+        assert!(!provides_import("wasi:sockets/tcp@0.2.6"));
+        assert!(!provides_import("plain"));
     }
 
     #[test]

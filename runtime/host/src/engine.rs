@@ -1,13 +1,16 @@
 //! The wasmtime engine every provider runs on, and the epoch ticker that
 //! enforces call deadlines.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+pub use wasmtime::OptLevel;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::cache::CompileCache;
 use crate::error::LoadError;
 use crate::metrics::ProviderMetrics;
 
@@ -34,11 +37,24 @@ pub struct EngineSettings {
     pub allocation: Allocation,
     /// The largest memory limit any provider may be given, in bytes.
     pub max_memory: u64,
+    /// How hard Cranelift optimises providers' code: `Speed` (the default)
+    /// runs fastest; `None` takes less CPU to compile and runs slower.
+    /// Compiled code is cached per level.
+    pub opt_level: OptLevel,
+    /// A directory to keep compiled providers in, so that loading a
+    /// component compiled before skips compiling it; see
+    /// [`CompileCache`] for what is loaded from it.
+    pub compile_cache: Option<PathBuf>,
 }
 
 impl Default for EngineSettings {
     fn default() -> Self {
-        EngineSettings { allocation: Allocation::Pooling { instances: 1000 }, max_memory: 1 << 30 }
+        EngineSettings {
+            allocation: Allocation::Pooling { instances: 1000 },
+            max_memory: 1 << 30,
+            opt_level: OptLevel::Speed,
+            compile_cache: None,
+        }
     }
 }
 
@@ -51,6 +67,7 @@ pub struct Engine {
 struct Inner {
     engine: wasmtime::Engine,
     settings: EngineSettings,
+    cache: Option<CompileCache>,
     metrics: ProviderMetrics,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
@@ -70,12 +87,13 @@ impl Engine {
     ///
     /// # Errors
     /// When wasmtime rejects the configuration, for example when the pool
-    /// cannot reserve its address space.
+    /// cannot reserve its address space, or when the compile cache is
+    /// refused (see [`CompileCache::open`]).
     pub fn new(settings: EngineSettings) -> Result<Self, LoadError> {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
-        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        config.cranelift_opt_level(settings.opt_level);
         if let Allocation::Pooling { instances } = settings.allocation {
             let mut pool = PoolingAllocationConfig::default();
             // A Rust component built for wasm32-wasip2 has a handful of core
@@ -93,6 +111,10 @@ impl Engine {
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
+        let cache = match &settings.compile_cache {
+            Some(dir) => Some(CompileCache::open(dir, &engine)?),
+            None => None,
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let engine = engine.clone();
@@ -108,7 +130,7 @@ impl Engine {
                 .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
         };
         let metrics = ProviderMetrics::default();
-        Ok(Engine { inner: Arc::new(Inner { engine, settings, metrics, stop, ticker: Some(ticker) }) })
+        Ok(Engine { inner: Arc::new(Inner { engine, settings, cache, metrics, stop, ticker: Some(ticker) }) })
     }
 
     /// The wasmtime engine.
@@ -119,6 +141,11 @@ impl Engine {
     /// The metrics of every provider on this engine.
     pub fn metrics(&self) -> &ProviderMetrics {
         &self.inner.metrics
+    }
+
+    /// The compile cache, when the settings name one.
+    pub fn compile_cache(&self) -> Option<&CompileCache> {
+        self.inner.cache.as_ref()
     }
 
     /// The settings the engine was built with.

@@ -43,6 +43,9 @@ pub enum LoadError {
     /// The engine could not be set up.
     #[error("cannot set up the WebAssembly engine: {0}")]
     Engine(String),
+    /// The compile cache cannot be used.
+    #[error(transparent)]
+    CompileCache(#[from] crate::cache::CacheError),
 }
 
 impl LoadError {

@@ -12,6 +12,7 @@
 //! randomness.
 
 mod bindings;
+pub mod cache;
 pub mod component;
 mod convert;
 pub mod credentials;
@@ -27,6 +28,7 @@ mod provider;
 pub mod types;
 mod wasi;
 
+pub use cache::{CacheOutcome, CompileCache};
 pub use credentials::Credentials;
 pub use engine::{Allocation, Engine, EngineSettings};
 pub use error::{LoadError, ProviderError};

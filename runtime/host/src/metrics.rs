@@ -9,6 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::cache::CacheOutcome;
 use crate::error::ProviderError;
 
 /// Labels of a provider call.
@@ -30,6 +31,13 @@ struct ProviderLabels {
 struct TrapLabels {
     provider: String,
     kind: String,
+}
+
+/// Labels of a compilation.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CompileLabels {
+    provider: String,
+    cache: String,
 }
 
 /// Labels of an outbound HTTP request.
@@ -55,6 +63,7 @@ struct Families {
     deadlines: Family<ProviderLabels, Counter>,
     memory_limits: Family<ProviderLabels, Counter>,
     http: Family<HttpLabels, Counter>,
+    compilations: Family<CompileLabels, Counter>,
 }
 
 /// Provider metrics, shared by every provider of an engine; clones share
@@ -74,6 +83,7 @@ impl Default for ProviderMetrics {
                 deadlines: Family::default(),
                 memory_limits: Family::default(),
                 http: Family::default(),
+                compilations: Family::default(),
             }),
         }
     }
@@ -101,6 +111,18 @@ impl ProviderMetrics {
             "Outbound HTTP requests of providers, by host and status (or refusal)",
             families.http.clone(),
         );
+        provider.register(
+            "loads",
+            "Provider loads, by whether the compile cache had their code: hit, miss, rejected (an entry that \
+             did not verify) or disabled",
+            families.compilations.clone(),
+        );
+    }
+
+    /// Records where a load's compiled code came from.
+    pub(crate) fn compile(&self, provider: &str, outcome: CacheOutcome) {
+        let labels = CompileLabels { provider: provider.to_owned(), cache: outcome.as_str().to_owned() };
+        self.families.compilations.get_or_create(&labels).inc();
     }
 
     /// Records a call and, when the sandbox stopped it, why.

@@ -13,6 +13,7 @@ use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{self, CloudProvider, CloudProviderPre};
+use crate::cache::CacheOutcome;
 use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine};
 use crate::error::{LoadError, ProviderError};
@@ -102,6 +103,7 @@ pub struct LoadedProvider {
     outbound: Arc<Outbound>,
     limits: Limits,
     info: ProviderInfo,
+    compiled: CacheOutcome,
 }
 
 impl LoadedProvider {
@@ -118,13 +120,14 @@ impl LoadedProvider {
                 engine.settings().max_memory
             )));
         }
-        let compiled = {
+        let (compiled, cache_outcome) = {
             let engine = engine.clone();
             let wasm = spec.wasm.clone();
-            tokio::task::spawn_blocking(move || component::compile(&engine, &wasm))
+            tokio::task::spawn_blocking(move || component::compile_cached(&engine, &wasm))
                 .await
                 .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))??
         };
+        engine.metrics().compile(&spec.name, cache_outcome);
         let mut linker = Linker::<CallState>::new(engine.wasmtime());
         link(&mut linker).map_err(LoadError::engine)?;
         let instance_pre =
@@ -145,6 +148,7 @@ impl LoadedProvider {
             outbound: Arc::new(outbound),
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
+            compiled: cache_outcome,
         };
         provider.info = provider.start().await.map_err(LoadError::Startup)?;
         Ok(provider)
@@ -153,6 +157,11 @@ impl LoadedProvider {
     /// What the provider said about itself when it started.
     pub fn info(&self) -> &ProviderInfo {
         &self.info
+    }
+
+    /// Whether its code was compiled or loaded from the compile cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.compiled
     }
 
     /// The name it runs under.

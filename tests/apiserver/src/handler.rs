@@ -22,7 +22,7 @@ use crate::list::{ListOptions, Page, list};
 use crate::meta;
 use crate::patch::PatchType;
 use crate::render::{self, Format};
-use crate::requests::RequestCounter;
+use crate::requests::{RequestAttributes, RequestCounter};
 use crate::route::{self, ResourcePath, Route};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::Store;
@@ -80,7 +80,20 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
         Route::Resource(target) => target.resource.key.to_string(),
         _ => path.clone(),
     };
-    shared.requests.record(verb.as_ref().map_or("unknown", |v| v.name()), counted);
+    let verb_name = verb.as_ref().map_or("unknown", |v| v.name());
+    let user = parts.headers.get("impersonate-user").and_then(|user| user.to_str().ok()).map(str::to_string);
+    let attributes = match &route {
+        Route::Resource(target) => RequestAttributes::Resource {
+            user,
+            verb: verb_name.to_string(),
+            group: target.resource.group.to_string(),
+            resource: target.resource.plural.to_string(),
+            subresource: target.status.then(|| "status".to_string()),
+            namespace: target.namespace.clone(),
+        },
+        _ => RequestAttributes::NonResource { user, verb: verb_name.to_string(), path: path.clone() },
+    };
+    shared.requests.record(verb_name, counted, attributes);
     let latency = shared.faults.latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;

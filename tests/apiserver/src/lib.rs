@@ -34,5 +34,5 @@ mod update;
 mod watch;
 
 pub use faults::Faults;
-pub use requests::RequestCounts;
+pub use requests::{RequestAttributes, RequestCounts};
 pub use server::{ApiServer, Config};

@@ -1,0 +1,138 @@
+//! The flags that say where a provider comes from, how it is verified, and
+//! how often its source is checked for a new version.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use wasm_ccm_distribution::{PublicKey, RegistryOptions, Verification};
+use wasm_ccm_reload::{DEFAULT_POLL_INTERVAL, Location, SourceSettings};
+
+use crate::registry_args::RegistryArgs;
+
+/// Integrity, polling and registry flags of `run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// The sha256 digest every version of the provider must have
+    /// (`sha256:<hex>` or the hex alone).
+    #[arg(long = "provider-sha256", value_name = "DIGEST")]
+    pub sha256: Option<String>,
+    /// A cosign public key (PEM) every version must be signed with: in a
+    /// registry by `cosign sign --key`, otherwise by `cosign sign-blob
+    /// --key`.
+    #[arg(long = "provider-public-key", value_name = "FILE")]
+    pub public_key: Option<PathBuf>,
+    /// For a file provider: the file holding its `cosign sign-blob`
+    /// signature (watched with it). A ConfigMap provider's signature is the
+    /// sibling key `<key>.sig`; an OCI provider's is in the registry.
+    #[arg(long = "provider-signature", value_name = "FILE", requires = "public_key")]
+    pub signature: Option<PathBuf>,
+    /// How often a file provider, its configuration and credentials, and an
+    /// OCI tag are checked for changes; a ConfigMap is watched.
+    #[arg(long = "provider-poll-interval", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub poll_interval: Duration,
+    /// How to reach an OCI provider's registry.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+impl Default for SourceArgs {
+    fn default() -> Self {
+        SourceArgs {
+            sha256: None,
+            public_key: None,
+            signature: None,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            registry: RegistryArgs::default(),
+        }
+    }
+}
+
+impl SourceArgs {
+    /// Checks the flags against the provider's location and reads the key
+    /// and registry files.
+    ///
+    /// # Errors
+    /// When flags do not fit the location, or a file cannot be read.
+    pub fn settings(&self, location: Location) -> anyhow::Result<SourceSettings> {
+        let oci = matches!(location, Location::Oci(_));
+        for (set, flag) in [
+            (self.registry.registry_config.is_some(), "--registry-config"),
+            (self.registry.registry_ca.is_some(), "--registry-ca-file"),
+            (self.registry.plain_http, "--registry-plain-http"),
+        ] {
+            anyhow::ensure!(!set || oci, "{flag} applies to an oci:// provider only, not to {location}");
+        }
+        if let Some(pin) = &self.sha256 {
+            let hex = pin.strip_prefix("sha256:").unwrap_or(pin);
+            anyhow::ensure!(
+                hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "--provider-sha256 {pin:?} is not sha256:<64 lowercase hex digits>"
+            );
+        }
+        let public_key = match &self.public_key {
+            Some(path) => {
+                let pem = std::fs::read(path)
+                    .with_context(|| format!("cannot read --provider-public-key {}", path.display()))?;
+                Some(
+                    PublicKey::from_pem(&pem)
+                        .with_context(|| format!("--provider-public-key {} is not a public key", path.display()))?,
+                )
+            }
+            None => None,
+        };
+        let registry = match &location {
+            Location::Oci(reference) => self.registry.options(reference)?,
+            _ => RegistryOptions::default(),
+        };
+        let settings = SourceSettings {
+            location,
+            verification: Verification { pin: self.sha256.clone(), public_key },
+            signature: self.signature.clone(),
+            registry,
+            poll_interval: self.poll_interval,
+        };
+        settings.check().map_err(|err| anyhow::anyhow!("{err}").context("--provider-signature"))?;
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(args: SourceArgs, location: &str) -> anyhow::Result<SourceSettings> {
+        args.settings(location.parse()?)
+    }
+
+    #[test]
+    fn registry_flags_need_an_oci_provider() {
+        let registry = RegistryArgs { plain_http: true, ..RegistryArgs::default() };
+        let args = SourceArgs { registry, ..SourceArgs::default() };
+        let err = settings(args.clone(), "/p.wasm").unwrap_err().to_string();
+        assert_eq!(err, "--registry-plain-http applies to an oci:// provider only, not to /p.wasm");
+        assert!(settings(args, "oci://127.0.0.1:5000/p:v1").unwrap().registry.plain_http);
+    }
+
+    #[test]
+    fn pins_are_checked() {
+        let args = SourceArgs { sha256: Some("sha256:abc".into()), ..SourceArgs::default() };
+        assert!(settings(args, "/p.wasm").unwrap_err().to_string().contains("is not sha256:<64"));
+        let pin = format!("sha256:{}", "ab".repeat(32));
+        let args = SourceArgs { sha256: Some(pin.clone()), ..SourceArgs::default() };
+        assert_eq!(settings(args, "/p.wasm").unwrap().verification.pin, Some(pin));
+    }
+
+    #[test]
+    fn signature_files_are_for_file_providers() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("cosign.pub");
+        let signing = wasm_ccm_distribution::SigningKey::generate().unwrap();
+        std::fs::write(&key, signing.public_key_pem().unwrap()).unwrap();
+        let args =
+            SourceArgs { public_key: Some(key), signature: Some(dir.path().join("p.sig")), ..SourceArgs::default() };
+        assert!(settings(args.clone(), "/p.wasm").is_ok());
+        let err = format!("{:#}", settings(args, "configmap:ns/cm/p.wasm").unwrap_err());
+        assert!(err.contains("sibling key <key>.sig"), "{err}");
+    }
+}
