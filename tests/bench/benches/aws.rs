@@ -11,8 +11,8 @@
 //! the providers (`providers/build.sh`) and `moto_server`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,11 +20,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_apiserver::ApiServer;
+use wasm_ccm_bench::services::{create_all, service, with_ingress};
+use wasm_ccm_bench::{peak_memory_kib, release_binary};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::moto::{Moto, REGION, SeededInstance};
 use wasm_ccm_tests::repository;
@@ -55,16 +56,6 @@ for reservation in ec2.describe_instances(InstanceIds=made)["Reservations"]:
 print(json.dumps(described))
 "#;
 
-/// The target directory cargo builds in: `CARGO_TARGET_DIR` (relative to
-/// the repository when relative), else the repository's `target/`.
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
-        Some(dir) => repository().join(dir),
-        None => repository().join("target"),
-    }
-}
-
 fn node(name: &str, provider_id: &str, address: &str) -> Node {
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
@@ -75,51 +66,6 @@ fn node(name: &str, provider_id: &str, address: &str) -> Node {
         },
     }))
     .expect("a node")
-}
-
-fn service(index: usize) -> Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("svc-{index:03}")},
-        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}], "selector": {"app": "bench"}},
-    }))
-    .expect("a service")
-}
-
-/// Creates `objects` with 64 requests at once.
-async fn create_all<K>(api: &Api<K>, objects: Vec<K>) -> anyhow::Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let results: Vec<_> = futures::stream::iter(objects)
-        .map(|object| async move { api.create(&PostParams::default(), &object).await })
-        .buffer_unordered(64)
-        .collect()
-        .await;
-    for result in results {
-        result?;
-    }
-    Ok(())
-}
-
-/// How many Services have an ingress, an IP or a host name.
-fn with_ingress(api: &ApiServer) -> usize {
-    (0..SERVICES)
-        .filter(|index| {
-            api.object("services", Some("default"), &format!("svc-{index:03}")).is_some_and(|service| {
-                let ingress = &service["status"]["loadBalancer"]["ingress"][0];
-                ingress["ip"].is_string() || ingress["hostname"].is_string()
-            })
-        })
-        .count()
-}
-
-fn peak_memory_kib(child: &Child) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Requests of one AWS action through the proxy.
@@ -227,8 +173,7 @@ async fn run(api: &ApiServer, setup: Setup, dir: &Path) -> anyhow::Result<(Durat
     create_all(&Api::<Service>::namespaced(client.clone(), "default"), (0..SERVICES).map(service).collect()).await?;
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig)?;
-    let binary = target_dir().join("release/wasm-ccm");
-    anyhow::ensure!(binary.exists(), "build {} first: cargo build --release -p wasm-ccm", binary.display());
+    let binary = release_binary()?;
 
     api.reset_requests();
     let started = Instant::now();
@@ -239,8 +184,12 @@ async fn run(api: &ApiServer, setup: Setup, dir: &Path) -> anyhow::Result<(Durat
         .stdin(Stdio::null())
         .spawn()?;
     let result = async {
-        while with_ingress(api) < SERVICES {
-            anyhow::ensure!(started.elapsed() < TIMEOUT, "only {} services have an ingress", with_ingress(api));
+        while with_ingress(api, SERVICES) < SERVICES {
+            anyhow::ensure!(
+                started.elapsed() < TIMEOUT,
+                "only {} services have an ingress",
+                with_ingress(api, SERVICES)
+            );
             anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -248,7 +197,7 @@ async fn run(api: &ApiServer, setup: Setup, dir: &Path) -> anyhow::Result<(Durat
     }
     .await;
     let counts = api.requests();
-    let peak = peak_memory_kib(&child);
+    let peak = peak_memory_kib(child.id());
     let _ = child.kill();
     let _ = child.wait();
     Ok((result?, counts.total(), counts.to_string(), peak))

@@ -9,11 +9,12 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
+use wasm_ccm_bench::services::{create_all, service, with_ingress};
+use wasm_ccm_bench::{peak_memory_kib, release_binary};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::repository;
 
@@ -33,48 +34,6 @@ fn node(index: usize) -> Node {
         },
     }))
     .expect("a node")
-}
-
-fn service(index: usize) -> Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("svc-{index:04}")},
-        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}], "selector": {"app": "bench"}},
-    }))
-    .expect("a service")
-}
-
-/// Creates `objects` with `concurrency` requests at once.
-async fn create_all<K>(api: &Api<K>, objects: Vec<K>) -> anyhow::Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let results: Vec<_> = futures::stream::iter(objects)
-        .map(|object| async move { api.create(&PostParams::default(), &object).await })
-        .buffer_unordered(64)
-        .collect()
-        .await;
-    for result in results {
-        result?;
-    }
-    Ok(())
-}
-
-fn with_ingress(api: &ApiServer) -> usize {
-    (0..SERVICES)
-        .filter(|index| {
-            api.object("services", Some("default"), &format!("svc-{index:04}"))
-                .is_some_and(|service| service["status"]["loadBalancer"]["ingress"][0]["ip"].is_string())
-        })
-        .count()
-}
-
-fn peak_memory_kib(child: &Child) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 struct Run {
@@ -101,8 +60,7 @@ async fn run(faults: Value) -> anyhow::Result<Run> {
         &config,
         json!({"cloud": cloud.url(), "loadBalancerPool": ["10.128.0.0/16"], "faults": faults}).to_string(),
     )?;
-    let binary = repository().join("target/release/wasm-ccm");
-    anyhow::ensure!(binary.exists(), "build {} first: cargo build --release -p wasm-ccm", binary.display());
+    let binary = release_binary()?;
 
     api.reset_requests();
     let started = Instant::now();
@@ -130,8 +88,8 @@ async fn measure(
     started: Instant,
     child: &mut Child,
 ) -> anyhow::Result<Run> {
-    while with_ingress(api) < SERVICES {
-        anyhow::ensure!(started.elapsed() < TIMEOUT, "only {} services have an ingress", with_ingress(api));
+    while with_ingress(api, SERVICES) < SERVICES {
+        anyhow::ensure!(started.elapsed() < TIMEOUT, "only {} services have an ingress", with_ingress(api, SERVICES));
         anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -154,7 +112,7 @@ async fn measure(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let storm = storm_started.elapsed();
-    Ok(Run { ready_after, requests, breakdown, storm, peak_kib: peak_memory_kib(child) })
+    Ok(Run { ready_after, requests, breakdown, storm, peak_kib: peak_memory_kib(child.id()) })
 }
 
 fn report(label: &str, run: &Run) {

@@ -41,3 +41,86 @@ pub fn resident_bytes() -> u64 {
     let pages: u64 = statm.split_whitespace().nth(1).and_then(|pages| pages.parse().ok()).unwrap_or(0);
     pages * 4096
 }
+
+/// The peak resident memory of process `pid`, in KiB, from `/proc`.
+pub fn peak_memory_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The release `wasm-ccm` binary in the target directory cargo uses
+/// (`CARGO_TARGET_DIR`, relative to the repository when relative, else
+/// `target/`).
+///
+/// # Errors
+/// When it has not been built.
+pub fn release_binary() -> anyhow::Result<std::path::PathBuf> {
+    let repository = wasm_ccm_tests::repository();
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if std::path::Path::new(&dir).is_absolute() => std::path::PathBuf::from(dir),
+        Some(dir) => repository.join(dir),
+        None => repository.join("target"),
+    };
+    let binary = target.join("release/wasm-ccm");
+    anyhow::ensure!(binary.exists(), "build {} first: cargo build --release -p wasm-ccm", binary.display());
+    Ok(binary)
+}
+
+/// The benchmarks' LoadBalancer Services, `svc-0000` and on, in `default`.
+pub mod services {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
+    use serde_json::json;
+    use wasm_ccm_apiserver::ApiServer;
+
+    /// The name of Service `index`.
+    pub fn name(index: usize) -> String {
+        format!("svc-{index:04}")
+    }
+
+    /// Service `index`: one port, type LoadBalancer.
+    pub fn service(index: usize) -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name(index)},
+            "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}], "selector": {"app": "bench"}},
+        }))
+        .expect("a service")
+    }
+
+    /// Creates `objects`, 64 requests at once.
+    ///
+    /// # Errors
+    /// The first creation that failed.
+    pub async fn create_all<K>(api: &Api<K>, objects: Vec<K>) -> anyhow::Result<()>
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+    {
+        let results: Vec<_> = futures::stream::iter(objects)
+            .map(|object| async move { api.create(&PostParams::default(), &object).await })
+            .buffer_unordered(64)
+            .collect()
+            .await;
+        for result in results {
+            result?;
+        }
+        Ok(())
+    }
+
+    /// How many of the first `count` Services have an ingress, an IP or a
+    /// host name.
+    pub fn with_ingress(api: &ApiServer, count: usize) -> usize {
+        (0..count)
+            .filter(|index| {
+                api.object("services", Some("default"), &name(*index)).is_some_and(|service| {
+                    let ingress = &service["status"]["loadBalancer"]["ingress"][0];
+                    ingress["ip"].is_string() || ingress["hostname"].is_string()
+                })
+            })
+            .count()
+    }
+}
