@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// The provider and its sandbox.
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// The name the provider's logs, metrics and `/providers` entry carry;
+    /// by default the file's, ConfigMap key's or repository's name.
+    #[arg(long, value_name = "NAME")]
+    pub provider_name: Option<String>,
     /// Where new versions of the provider come from and how they are
     /// verified.
     #[command(flatten)]
@@ -140,7 +144,10 @@ impl RunArgs {
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     let location = args.provider.location()?;
-    let name = location.default_name();
+    let name = args.provider_name.clone().unwrap_or_else(|| location.default_name());
+    if name.trim().is_empty() {
+        anyhow::bail!("--provider-name must not be empty");
+    }
     let provider = ProviderSetup {
         template: args.provider.template(&name, &settings.cluster_name)?,
         source: Some(args.source.settings(location)?),

@@ -722,8 +722,10 @@ async fn a_restart_loads_the_provider_from_the_compile_cache() {
     std::fs::write(&wasm_path, guest("provider-fake")).unwrap();
     let (wasm_path, cache) = (wasm_path.display().to_string(), setup.path("cache").display().to_string());
     for expected in ["miss", "hit"] {
-        let mut process = setup.run(&wasm_path, &["--compile-cache", &cache]).await;
+        let mut process = setup.run(&wasm_path, &["--compile-cache", &cache, "--provider-name", "acme"]).await;
+        assert_eq!(setup.provider().await["name"], "acme", "--provider-name names it");
         let loads = setup.metric("provider_loads_total").await;
+        assert!(loads.keys().all(|labels| label(labels, "provider") == "acme"), "{loads:?}");
         let outcomes: Vec<(String, f64)> =
             loads.iter().map(|(labels, count)| (label(labels, "cache"), *count)).filter(|(_, n)| *n > 0.0).collect();
         assert_eq!(outcomes, [(expected.to_owned(), 1.0)], "{loads:?}");
