@@ -10,6 +10,7 @@ pub mod registry;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use wasm_ccm_host::{AllowList, Credentials, Engine, EngineSettings, Limits, LoadedProvider, ProviderSpec};
 
@@ -103,4 +104,32 @@ pub fn capture_logs() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
         .with_writer(move || writer.clone())
         .finish();
     (logs, tracing::subscriber::set_default(subscriber))
+}
+
+/// A server the tests start stopped before it answered, as when another
+/// process took its port: worth another port.
+#[derive(Debug)]
+pub struct Exited(pub String);
+
+impl std::fmt::Display for Exited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Exited {}
+
+/// Polls `check` every 50 ms until it gives a value.
+///
+/// # Panics
+/// When it gives none within `patience`, naming `what`.
+pub async fn eventually<T>(what: &str, patience: Duration, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

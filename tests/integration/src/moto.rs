@@ -10,6 +10,8 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::Exited;
+
 /// The region everything is seeded in.
 pub const REGION: &str = "eu-west-1";
 
@@ -246,18 +248,6 @@ pub struct ListedListener {
     /// Tags.
     pub tags: std::collections::BTreeMap<String, String>,
 }
-
-/// `moto_server` stopped before it answered, as when its port was taken.
-#[derive(Debug)]
-struct Exited(String);
-
-impl std::fmt::Display for Exited {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Exited {}
 
 fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())

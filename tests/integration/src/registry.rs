@@ -16,6 +16,8 @@ use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientP
 use oci_client::secrets::RegistryAuth;
 use wasm_ccm_distribution::{Auth, Reference, RegistryOptions, sha256_digest};
 
+use crate::Exited;
+
 /// The registry binary Debian's `docker-registry` package installs.
 const BINARY: &str = "docker-registry";
 
@@ -50,18 +52,6 @@ pub struct Registry {
     ca_pem: Option<String>,
     settings: Settings,
 }
-
-/// The registry stopped before it answered, as when its port was taken.
-#[derive(Debug)]
-struct Exited(String);
-
-impl std::fmt::Display for Exited {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Exited {}
 
 impl Registry {
     /// A plain HTTP registry without authentication.

@@ -16,7 +16,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Secret, Service, ServiceAccount};
@@ -780,15 +780,8 @@ fn probe(port: u16, path: &str) -> Option<u16> {
     String::from_utf8_lossy(&response).split_whitespace().nth(1)?.parse().ok()
 }
 
-async fn wait<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn wait<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    wasm_ccm_tests::eventually(what, PATIENCE, check).await
 }
 
 async fn create_node(nodes: &Api<Node>, name: &str, ready: bool, uninitialized: bool, pod_cidr: &str) {

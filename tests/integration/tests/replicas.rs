@@ -110,15 +110,8 @@ impl Setup {
     }
 }
 
-async fn wait<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn wait<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    wasm_ccm_tests::eventually(what, PATIENCE, check).await
 }
 
 fn admin(port: u16) -> SocketAddr {
