@@ -65,8 +65,9 @@ pub fn inspect(wasm: &[u8]) -> Result<Inspection, DistributionError> {
 }
 
 /// The names of a world's interfaces and functions, sorted by name and then
-/// by version text (`instances@0.1.0` before `instances-v2@0.1.0`, as a plain
-/// string sort would not have it); types are left out.
+/// by semantic version (`instances@0.1.0` before `instances-v2@0.1.0`, and
+/// `@0.2.0` before `@0.10.0`, as a plain string sort would not have them);
+/// types are left out.
 fn names<'a>(resolve: &Resolve, items: impl IntoIterator<Item = (&'a WorldKey, &'a WorldItem)>) -> Vec<String> {
     let mut names: Vec<String> = items
         .into_iter()
@@ -76,14 +77,15 @@ fn names<'a>(resolve: &Resolve, items: impl IntoIterator<Item = (&'a WorldKey, &
             WorldKey::Interface(id) => resolve.id_of(*id).unwrap_or_else(|| "(anonymous interface)".to_owned()),
         })
         .collect();
-    names.sort_by(|a, b| name_and_version(a).cmp(&name_and_version(b)));
+    names.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
     names
 }
 
-/// `("ns:pkg/name", "1.0.0")` for `ns:pkg/name@1.0.0`; the version is empty
-/// when there is none.
-fn name_and_version(name: &str) -> (&str, &str) {
-    name.split_once('@').unwrap_or((name, ""))
+/// `("ns:pkg/name", Some(1.0.0), "1.0.0")` for `ns:pkg/name@1.0.0`: no
+/// version, or one that is not semantic, sorts first, then by its text.
+fn sort_key(name: &str) -> (&str, Option<semver::Version>, &str) {
+    let (name, version) = name.split_once('@').unwrap_or((name, ""));
+    (name, semver::Version::parse(version).ok(), version)
 }
 
 impl fmt::Display for Inspection {
@@ -134,9 +136,9 @@ mod tests {
 
     #[test]
     fn names_sort_by_name_then_version() {
-        let mut names = vec!["a:b/x-v2@0.1.0", "a:b/x@0.2.0", "log", "a:b/x@0.1.0", "a:b/x"];
-        names.sort_by(|a, b| name_and_version(a).cmp(&name_and_version(b)));
-        assert_eq!(names, ["a:b/x", "a:b/x@0.1.0", "a:b/x@0.2.0", "a:b/x-v2@0.1.0", "log"]);
+        let mut names = vec!["a:b/x-v2@0.1.0", "a:b/x@0.10.0", "log", "a:b/x@0.2.0", "a:b/x@0.1.0", "a:b/x"];
+        names.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        assert_eq!(names, ["a:b/x", "a:b/x@0.1.0", "a:b/x@0.2.0", "a:b/x@0.10.0", "a:b/x-v2@0.1.0", "log"]);
     }
 
     #[test]

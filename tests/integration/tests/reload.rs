@@ -639,6 +639,8 @@ async fn config_map_versions_are_swapped_in_and_broken_ones_rejected() {
     let (kind, regarding, _) = setup.wait_event("ProviderReloaded", &sha256_digest(&v2)).await;
     assert_eq!((kind.as_str(), regarding.as_str()), ("Normal", "ConfigMap/kube-system/wasm-ccm-provider"));
 
+    update(data(&b"\0asm garbage"[..], &setup.key)).await;
+    rejected(&setup, "compile", 0.0).await;
     update(data(&guest("guest-other-world"), &setup.key)).await;
     rejected(&setup, "world", 0.0).await;
     update(data(&fake_with_pool("192.0.2.0/99"), &setup.key)).await;
