@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_apiserver::{ApiServer, Config as ApiServerConfig};
 use wasm_ccm_controllers::{Settings, UNINITIALIZED_TAINT};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec};
+use wasm_ccm_host::{AllowList, Credentials, EngineSettings, Limits, ProviderSpec};
 
 use crate::admin::AdminArgs;
 use crate::run::{ManagerOptions, ProviderSetup, serve};
@@ -160,7 +160,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         },
         leader: None,
         shutdown_grace: Duration::from_secs(10),
-        compile_cache: None,
+        engine: EngineSettings::default(),
         kube_api_qps: 1000,
         kube_api_burst: 2000,
     };

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use bytesize::ByteSize;
 use clap::ArgAction;
 use ipnet::IpNet;
 use prometheus_client::registry::Registry;
@@ -90,6 +91,10 @@ pub struct RunArgs {
     /// this host wrote and authenticated are loaded.
     #[arg(long, value_name = "DIR")]
     pub compile_cache: Option<PathBuf>,
+    /// How much compiled code the compile cache keeps; the least recently
+    /// used entries are removed beyond it.
+    #[arg(long, value_name = "SIZE", default_value = "128MiB")]
+    pub compile_cache_max_size: ByteSize,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,
@@ -163,7 +168,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         admin: args.admin.clone(),
         leader,
         shutdown_grace: args.shutdown_grace_period,
-        compile_cache: args.compile_cache.clone(),
+        engine: EngineSettings {
+            compile_cache: args.compile_cache.clone(),
+            compile_cache_max_bytes: args.compile_cache_max_size.as_u64(),
+            ..EngineSettings::default()
+        },
         kube_api_qps: args.kube_api_qps,
         kube_api_burst: args.kube_api_burst,
     };
@@ -196,7 +205,7 @@ pub(crate) struct ManagerOptions {
     pub(crate) admin: AdminArgs,
     pub(crate) leader: Option<LeaderElectionConfig>,
     pub(crate) shutdown_grace: Duration,
-    pub(crate) compile_cache: Option<PathBuf>,
+    pub(crate) engine: EngineSettings,
     pub(crate) kube_api_qps: u32,
     pub(crate) kube_api_burst: u32,
 }
@@ -210,8 +219,7 @@ pub(crate) struct ManagerOptions {
 /// When the provider cannot be loaded, the cluster cannot be reached, the
 /// controllers cannot start, or leadership is lost.
 pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> anyhow::Result<()> {
-    let engine =
-        Engine::new(EngineSettings { compile_cache: options.compile_cache.clone(), ..EngineSettings::default() })?;
+    let engine = Engine::new(options.engine.clone())?;
     let metrics = Metrics::default();
     let mut registry = Registry::default();
     metrics.register(&mut registry);

@@ -48,16 +48,22 @@
 //! the directories above the cache directory; and denial of service by
 //! deleting or corrupting entries, which only costs compilations.
 //!
-//! # Caveats
-//! Entries are never evicted: every version of every provider this host
-//! compiled stays until its `*.cwasm` file is removed (any time; a removed
-//! entry is a miss). A process killed while writing leaves a `.*.tmp` file
-//! behind. Removing the `key` file invalidates every entry.
+//! # Eviction
+//! The entries are kept within a size budget: after each store, the least
+//! recently used entries (by modification time, which a hit refreshes) are
+//! removed until the rest fit, the entry just written excepted, so a
+//! budget smaller than one entry keeps only the newest. Entries of another
+//! engine or wasmtime, which this host can no longer load, age out first.
+//! Temporary files older than an hour, left by a process killed while
+//! writing, are removed too. A removed entry is only a miss; entries can
+//! also be removed by hand at any time. Removing the `key` file invalidates
+//! every entry.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use hmac::{Hmac, Mac as _};
 use sha2::{Digest as _, Sha256};
@@ -71,6 +77,11 @@ const TAG_LEN: usize = 32;
 const KEY_FILE: &str = "key";
 /// Temporary files, per process.
 static TEMPORARY: AtomicU64 = AtomicU64::new(0);
+/// How old a temporary file must be to be taken for a killed writer's.
+const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
+
+/// How many bytes of entries a cache keeps unless told otherwise.
+pub const DEFAULT_MAX_BYTES: u64 = 128 << 20;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -139,24 +150,31 @@ pub struct CompileCache {
     key: [u8; TAG_LEN],
     /// Hex sha256 of the engine's compatibility hash.
     engine: String,
+    /// The size budget of the entries.
+    max_bytes: u64,
 }
 
 impl std::fmt::Debug for CompileCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompileCache").field("dir", &self.dir).field("engine", &self.engine).finish_non_exhaustive()
+        f.debug_struct("CompileCache")
+            .field("dir", &self.dir)
+            .field("engine", &self.engine)
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
     }
 }
 
 impl CompileCache {
     /// Opens (creating it if needed, mode 0700) the cache directory `dir`
-    /// for `engine`, and its key (creating it on first use, mode 0600).
+    /// for `engine`, and its key (creating it on first use, mode 0600);
+    /// the entries are kept within `max_bytes` (see the module's docs).
     ///
     /// # Errors
     /// [`CacheError::Insecure`] when the directory is not owned by this
     /// user or is writable by its group or others, or when the key is not a
     /// regular file owned by this user with no group or other permissions;
     /// [`CacheError::Io`] when either cannot be created or read.
-    pub fn open(dir: &Path, engine: &wasmtime::Engine) -> Result<Self, CacheError> {
+    pub fn open(dir: &Path, engine: &wasmtime::Engine, max_bytes: u64) -> Result<Self, CacheError> {
         let io = |path: &Path| {
             let path = path.to_owned();
             move |source| CacheError::Io { path, source }
@@ -168,7 +186,7 @@ impl CompileCache {
         }
         permissions::check(dir, &metadata, 0o022)?;
         let key = read_or_create_key(dir)?;
-        Ok(CompileCache { dir: dir.to_owned(), key, engine: engine_hash(engine) })
+        Ok(CompileCache { dir: dir.to_owned(), key, engine: engine_hash(engine), max_bytes })
     }
 
     /// The directory.
@@ -196,7 +214,8 @@ impl CompileCache {
     /// (hex), and loads it if its tag verifies.
     pub(crate) fn get(&self, engine: &wasmtime::Engine, wasm_digest: &str) -> Lookup {
         let name = self.entry_name(wasm_digest);
-        let entry = match fs::read(self.dir.join(&name)) {
+        let path = self.dir.join(&name);
+        let entry = match fs::read(&path) {
             Ok(entry) => entry,
             Err(err) if err.kind() == ErrorKind::NotFound => return Lookup::Miss,
             Err(err) => return Lookup::Rejected(format!("cannot read the entry: {err}")),
@@ -225,13 +244,17 @@ impl CompileCache {
         // configuration.
         let loaded = unsafe { Component::deserialize(engine, code) };
         match loaded {
-            Ok(component) => Lookup::Hit(component),
+            Ok(component) => {
+                mark_used(&path);
+                Lookup::Hit(component)
+            }
             Err(err) => Lookup::Rejected(format!("wasmtime refused the entry: {err:#}")),
         }
     }
 
     /// Stores the compiled `component` whose sha256 is `wasm_digest` (hex):
-    /// written to a temporary file, then renamed over the entry.
+    /// written to a temporary file, then renamed over the entry; then
+    /// evicts what no longer fits the budget.
     ///
     /// # Errors
     /// When it cannot be serialised or written; the cache is then only
@@ -255,7 +278,64 @@ impl CompileCache {
             let _ = fs::remove_file(&temporary);
             format!("cannot write {}: {err}", path.display())
         })?;
+        self.evict(&name);
         Ok(path)
+    }
+
+    /// Removes the least recently used entries, never `keep`, until the
+    /// entries fit the budget, and temporary files a killed writer left.
+    fn evict(&self, keep: &str) {
+        let listing = match fs::read_dir(&self.dir) {
+            Ok(listing) => listing,
+            Err(err) => {
+                tracing::warn!(dir = %self.dir.display(), error = %err, "cannot list the compile cache");
+                return;
+            }
+        };
+        let now = SystemTime::now();
+        let mut total = 0;
+        let mut evictable = Vec::new();
+        for item in listing.flatten() {
+            let Ok(metadata) = item.metadata() else { continue };
+            let file_name = item.file_name();
+            let Some(name) = file_name.to_str().filter(|_| metadata.is_file()) else { continue };
+            let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                if now.duration_since(modified).is_ok_and(|age| age > STALE_TEMPORARY) {
+                    remove(&item.path(), "a stale temporary file");
+                }
+            } else if name.ends_with(".cwasm") {
+                total += metadata.len();
+                if name != keep {
+                    evictable.push((modified, metadata.len(), item.path()));
+                }
+            }
+        }
+        evictable.sort_by_key(|(modified, ..)| *modified);
+        for (_, len, path) in evictable {
+            if total <= self.max_bytes {
+                break;
+            }
+            remove(&path, "the least recently used entry");
+            total -= len;
+        }
+    }
+}
+
+/// Marks the entry at `path` as just used, for eviction.
+fn mark_used(path: &Path) {
+    let touched = OpenOptions::new().write(true).open(path).and_then(|file| file.set_modified(SystemTime::now()));
+    if let Err(err) = touched {
+        tracing::debug!(entry = %path.display(), error = %err, "cannot mark a compile cache entry as used");
+    }
+}
+
+/// Removes the file at `path`, `what` the cache no longer keeps.
+fn remove(path: &Path, what: &str) {
+    match fs::remove_file(path) {
+        Ok(()) => tracing::info!(file = %path.display(), "removed {what} from the compile cache"),
+        Err(err) if err.kind() == ErrorKind::NotFound => {}
+        Err(err) => tracing::warn!(file = %path.display(), error = %err, "cannot remove {what} from the compile cache"),
     }
 }
 
@@ -413,7 +493,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("cache");
         let engine = engine();
-        let cache = CompileCache::open(&root, &engine).unwrap();
+        let cache = CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).unwrap();
         assert_eq!(mode(&root), 0o700);
         assert_eq!(mode(&root.join(KEY_FILE)), 0o600);
         let (wasm, digest, component) = compiled(&engine);
@@ -423,7 +503,7 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         assert!(matches!(cache.get(&engine, &digest), Lookup::Hit(_)));
         // The same key is read back by a second opening.
-        let again = CompileCache::open(&root, &engine).unwrap();
+        let again = CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).unwrap();
         assert!(matches!(again.get(&engine, &digest), Lookup::Hit(_)));
 
         // One flipped bit anywhere in the code.
@@ -448,10 +528,58 @@ mod tests {
         assert!(matches!(cache.get(&engine, &digest), Lookup::Rejected(reason) if reason.contains("header")));
 
         // Another cache's key.
-        let elsewhere = CompileCache::open(&dir.path().join("elsewhere"), &engine).unwrap();
+        let elsewhere = CompileCache::open(&dir.path().join("elsewhere"), &engine, DEFAULT_MAX_BYTES).unwrap();
         assert_ne!(elsewhere.key, cache.key);
         fs::copy(elsewhere.put(&digest, &component).unwrap(), &path).unwrap();
         assert!(matches!(cache.get(&engine, &digest), Lookup::Rejected(_)));
+    }
+
+    fn set_age(path: &Path, age: Duration) {
+        let file = OpenOptions::new().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+    }
+
+    #[test]
+    fn the_least_recently_used_entries_go_beyond_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine();
+        let (_, _, component) = compiled(&engine);
+        let entry_len = {
+            let scratch = CompileCache::open(&dir.path().join("scratch"), &engine, DEFAULT_MAX_BYTES).unwrap();
+            fs::metadata(scratch.put(&"f".repeat(64), &component).unwrap()).unwrap().len()
+        };
+        let root = dir.path().join("cache");
+        let cache = CompileCache::open(&root, &engine, 2 * entry_len).unwrap();
+        let [first, second, third] = ["1", "2", "3"].map(|digit| digit.repeat(64));
+        let first_path = cache.put(&first, &component).unwrap();
+        let second_path = cache.put(&second, &component).unwrap();
+        set_age(&first_path, Duration::from_secs(300));
+        set_age(&second_path, Duration::from_secs(200));
+        // Used now: the second becomes the least recently used.
+        assert!(matches!(cache.get(&engine, &first), Lookup::Hit(_)));
+        let stale = root.join(".killed-writer.tmp");
+        let writing = root.join(".writing.tmp");
+        fs::write(&stale, b"half an entry").unwrap();
+        fs::write(&writing, b"half an entry").unwrap();
+        set_age(&stale, STALE_TEMPORARY + Duration::from_secs(60));
+
+        let third_path = cache.put(&third, &component).unwrap();
+        assert!(first_path.exists() && third_path.exists());
+        assert!(!second_path.exists(), "the least recently used entry is evicted");
+        assert!(matches!(cache.get(&engine, &second), Lookup::Miss));
+        assert!(!stale.exists(), "a stale temporary file is removed");
+        assert!(writing.exists(), "a recent temporary file may be another writer's");
+        assert!(root.join(KEY_FILE).exists());
+
+        // A budget smaller than one entry keeps the newest.
+        let tiny = CompileCache::open(&root, &engine, 1).unwrap();
+        let newest = tiny.put(&second, &component).unwrap();
+        let left: Vec<_> = fs::read_dir(&root)
+            .unwrap()
+            .map(|item| item.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "cwasm"))
+            .collect();
+        assert_eq!(left, [newest]);
     }
 
     #[test]
@@ -463,8 +591,8 @@ mod tests {
         let none = wasmtime::Engine::new(&config).unwrap();
         assert_eq!(engine_hash(&speed), engine_hash(&engine()), "stable for the same configuration");
         assert_ne!(engine_hash(&speed), engine_hash(&none));
-        let fast = CompileCache::open(dir.path(), &speed).unwrap();
-        let slow = CompileCache::open(dir.path(), &none).unwrap();
+        let fast = CompileCache::open(dir.path(), &speed, DEFAULT_MAX_BYTES).unwrap();
+        let slow = CompileCache::open(dir.path(), &none, DEFAULT_MAX_BYTES).unwrap();
         let (wasm, digest, component) = compiled(&speed);
         assert_ne!(fast.entry_path(&wasm), slow.entry_path(&wasm));
         fast.put(&digest, &component).unwrap();
@@ -478,24 +606,24 @@ mod tests {
         let root = dir.path().join("shared");
         fs::create_dir(&root).unwrap();
         fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
-        let err = CompileCache::open(&root, &engine).unwrap_err();
+        let err = CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).unwrap_err();
         assert!(matches!(err, CacheError::Insecure { .. }), "{err}");
         assert!(err.to_string().contains("mode 777 makes it writable by its group or others"), "{err}");
         fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
-        CompileCache::open(&root, &engine).expect("a directory only its owner writes");
+        CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).expect("a directory only its owner writes");
 
         let key = root.join(KEY_FILE);
         fs::set_permissions(&key, fs::Permissions::from_mode(0o640)).unwrap();
-        let err = CompileCache::open(&root, &engine).unwrap_err().to_string();
+        let err = CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).unwrap_err().to_string();
         assert!(err.contains("readable or writable by its group or others"), "{err}");
         fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).unwrap();
         fs::write(&key, b"short").unwrap();
-        let err = CompileCache::open(&root, &engine).unwrap_err().to_string();
+        let err = CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).unwrap_err().to_string();
         assert!(err.contains("the key is not 32 bytes"), "{err}");
 
         fs::remove_file(&key).unwrap();
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &key).unwrap();
-        let err = CompileCache::open(&root, &engine).unwrap_err().to_string();
+        let err = CompileCache::open(&root, &engine, DEFAULT_MAX_BYTES).unwrap_err().to_string();
         assert!(err.contains("the key is not a regular file"), "{err}");
 
         // Owned by another user: checked where this test may hand a
@@ -504,13 +632,13 @@ mod tests {
             let theirs = dir.path().join("theirs");
             fs::create_dir(&theirs).unwrap();
             std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-            let err = CompileCache::open(&theirs, &engine).unwrap_err().to_string();
+            let err = CompileCache::open(&theirs, &engine, DEFAULT_MAX_BYTES).unwrap_err().to_string();
             assert!(err.contains("owned by user 65534, not by this process's user 0"), "{err}");
         }
 
         let file = dir.path().join("file");
         fs::write(&file, b"").unwrap();
-        let err = CompileCache::open(&file, &engine).unwrap_err();
+        let err = CompileCache::open(&file, &engine, DEFAULT_MAX_BYTES).unwrap_err();
         assert!(matches!(err, CacheError::Io { .. }), "{err}");
     }
 }

@@ -45,6 +45,9 @@ pub struct EngineSettings {
     /// component compiled before skips compiling it; see
     /// [`CompileCache`] for what is loaded from it.
     pub compile_cache: Option<PathBuf>,
+    /// How many bytes of compiled code the compile cache keeps; the least
+    /// recently used entries go beyond it.
+    pub compile_cache_max_bytes: u64,
 }
 
 impl Default for EngineSettings {
@@ -54,6 +57,7 @@ impl Default for EngineSettings {
             max_memory: 1 << 30,
             opt_level: OptLevel::Speed,
             compile_cache: None,
+            compile_cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -112,7 +116,7 @@ impl Engine {
         }
         let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
         let cache = match &settings.compile_cache {
-            Some(dir) => Some(CompileCache::open(dir, &engine)?),
+            Some(dir) => Some(CompileCache::open(dir, &engine, settings.compile_cache_max_bytes)?),
             None => None,
         };
         let stop = Arc::new(AtomicBool::new(false));
