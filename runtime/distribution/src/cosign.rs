@@ -16,8 +16,8 @@ use tracing::debug;
 
 use crate::artifact::{ACCEPTED_MANIFESTS, DOCKER_MANIFEST, Descriptor, Manifest, OCI_MANIFEST};
 use crate::keys::decode_signature;
-use crate::transfer::{fetch_blob, push_manifest, resolve_with, upload};
-use crate::{DistributionError, PublicKey, Reference, RegistryOptions, SigningKey, artifact, digest};
+use crate::transfer::{PinnedManifest, fetch_blob, pull_pinned_manifest, push_manifest, upload};
+use crate::{DistributionError, PublicKey, Reference, RegistryOptions, SigningKey, artifact};
 
 /// The media type of a signature payload layer.
 pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -157,17 +157,9 @@ pub async fn sign(
     options: &RegistryOptions,
 ) -> Result<String, DistributionError> {
     let client = options.client(reference).await?;
-    let manifest_digest = match reference.digest() {
-        Some(digest) => digest.to_owned(),
-        None => resolve_with(&client, reference, options).await?,
-    };
-    let pinned = reference.with_digest(&manifest_digest)?;
-    let (raw, _) = client
-        .pull_manifest_raw(&pinned.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS)
-        .await
-        .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
-    digest::check("the manifest", &raw, &manifest_digest)?;
-    artifact::provider_layer(&pinned, &raw, u64::MAX)?;
+    let PinnedManifest { reference: pinned, digest: manifest_digest, bytes: manifest } =
+        pull_pinned_manifest(&client, reference, options).await?;
+    artifact::provider_layer(&pinned, &manifest, u64::MAX)?;
 
     let payload = Payload {
         critical: Critical {

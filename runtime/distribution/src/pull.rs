@@ -2,8 +2,8 @@
 
 use tracing::debug;
 
-use crate::artifact::{self, ACCEPTED_MANIFESTS};
-use crate::transfer::{fetch_blob, resolve_with};
+use crate::artifact;
+use crate::transfer::{PinnedManifest, fetch_blob, pull_pinned_manifest, resolve_with};
 use crate::{DistributionError, Reference, RegistryOptions, Verification, cosign, digest};
 
 /// A provider pulled from a registry and verified.
@@ -56,16 +56,8 @@ pub async fn pull(
     verification: &Verification,
 ) -> Result<Pulled, DistributionError> {
     let client = options.client(reference).await?;
-    let manifest_digest = match reference.digest() {
-        Some(digest) => digest.to_owned(),
-        None => resolve_with(&client, reference, options).await?,
-    };
-    let pinned = reference.with_digest(&manifest_digest)?;
-    let (manifest, _) = client
-        .pull_manifest_raw(&pinned.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS)
-        .await
-        .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
-    digest::check("the manifest", &manifest, &manifest_digest)?;
+    let PinnedManifest { reference: pinned, digest: manifest_digest, bytes: manifest } =
+        pull_pinned_manifest(&client, reference, options).await?;
     let layer = artifact::provider_layer(&pinned, &manifest, options.max_size)?;
     // Refused from the manifest, before the layer is downloaded; the bytes
     // are checked against the same digest once they are.

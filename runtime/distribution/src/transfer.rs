@@ -6,7 +6,7 @@ use http::HeaderValue;
 use oci_client::errors::DigestError;
 use tracing::debug;
 
-use crate::artifact::{Descriptor, OCI_MANIFEST};
+use crate::artifact::{ACCEPTED_MANIFESTS, Descriptor, OCI_MANIFEST};
 use crate::{DistributionError, Reference, RegistryOptions, digest};
 
 /// The manifest digest `reference`'s tag points to, with a `HEAD` request.
@@ -21,6 +21,37 @@ pub(crate) async fn resolve_with(
         .map_err(|err| DistributionError::registry("resolve", reference, err))?;
     debug!(%reference, %digest, "resolved");
     digest::parse(&digest)
+}
+
+/// A manifest pulled by its digest.
+pub(crate) struct PinnedManifest {
+    /// The reference pulled, pinned to [`PinnedManifest::digest`].
+    pub(crate) reference: Reference,
+    /// The manifest's digest: the reference's own, or the one its tag
+    /// pointed to.
+    pub(crate) digest: String,
+    /// The manifest, checked against the digest.
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// Pins `reference` to its digest (resolving its tag when it has none) and
+/// pulls that manifest, so that what follows reads exactly that version.
+pub(crate) async fn pull_pinned_manifest(
+    client: &oci_client::Client,
+    reference: &Reference,
+    options: &RegistryOptions,
+) -> Result<PinnedManifest, DistributionError> {
+    let digest = match reference.digest() {
+        Some(digest) => digest.to_owned(),
+        None => resolve_with(client, reference, options).await?,
+    };
+    let pinned = reference.with_digest(&digest)?;
+    let (bytes, _) = client
+        .pull_manifest_raw(&pinned.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS)
+        .await
+        .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
+    digest::check("the manifest", &bytes, &digest)?;
+    Ok(PinnedManifest { reference: pinned, digest, bytes: bytes.into() })
 }
 
 /// Streams the blob `descriptor` names, at most its stated size and at most
