@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,8 +23,8 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_bench::services::{create_all, service, with_ingress};
-use wasm_ccm_bench::{peak_memory_kib, release_binary};
+use wasm_ccm_bench::services::{create_all, service, wait_for_ingress};
+use wasm_ccm_bench::{peak_memory_kib, wasm_ccm_run};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::moto::{Moto, REGION, SeededInstance};
 use wasm_ccm_tests::repository;
@@ -173,29 +172,13 @@ async fn run(api: &ApiServer, setup: Setup, dir: &Path) -> anyhow::Result<(Durat
     create_all(&Api::<Service>::namespaced(client.clone(), "default"), (0..SERVICES).map(service).collect()).await?;
     let kubeconfig = dir.join("kubeconfig");
     api.write_kubeconfig(&kubeconfig)?;
-    let binary = release_binary()?;
+    let mut command = wasm_ccm_run(&kubeconfig)?;
+    command.args(&setup.flags);
 
     api.reset_requests();
     let started = Instant::now();
-    let mut child = Command::new(&binary)
-        .args(["run", "--log-level", "warn", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .args(&setup.flags)
-        .stdin(Stdio::null())
-        .spawn()?;
-    let result = async {
-        while with_ingress(api, SERVICES) < SERVICES {
-            anyhow::ensure!(
-                started.elapsed() < TIMEOUT,
-                "only {} services have an ingress",
-                with_ingress(api, SERVICES)
-            );
-            anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        Ok(started.elapsed())
-    }
-    .await;
+    let mut child = command.spawn()?;
+    let result = wait_for_ingress(api, SERVICES, started, TIMEOUT, &mut child).await;
     let counts = api.requests();
     let peak = peak_memory_kib(child.id());
     let _ = child.kill();

@@ -6,15 +6,15 @@
 //!
 //! Needs `target/release/wasm-ccm` (`cargo build --release -p wasm-ccm`).
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_bench::services::{create_all, service, with_ingress};
-use wasm_ccm_bench::{peak_memory_kib, release_binary};
+use wasm_ccm_bench::services::{create_all, service, wait_for_ingress};
+use wasm_ccm_bench::{peak_memory_kib, wasm_ccm_run};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::repository;
 
@@ -60,20 +60,17 @@ async fn run(faults: Value) -> anyhow::Result<Run> {
         &config,
         json!({"cloud": cloud.url(), "loadBalancerPool": ["10.128.0.0/16"], "faults": faults}).to_string(),
     )?;
-    let binary = release_binary()?;
-
-    api.reset_requests();
-    let started = Instant::now();
-    let mut child = Command::new(&binary)
-        .args(["run", "--log-level", "warn", "--kubeconfig"])
-        .arg(&kubeconfig)
+    let mut command = wasm_ccm_run(&kubeconfig)?;
+    command
         .arg("--provider")
         .arg(repository().join("target/wasm/provider_fake.wasm"))
         .arg("--cloud-config")
         .arg(&config)
-        .args(["--provider-allow", &cloud.url()])
-        .stdin(Stdio::null())
-        .spawn()?;
+        .args(["--provider-allow", &cloud.url()]);
+
+    api.reset_requests();
+    let started = Instant::now();
+    let mut child = command.spawn()?;
     let result = measure(&api, &cloud, &client, started, &mut child).await;
     let _ = child.kill();
     let _ = child.wait();
@@ -88,12 +85,7 @@ async fn measure(
     started: Instant,
     child: &mut Child,
 ) -> anyhow::Result<Run> {
-    while with_ingress(api, SERVICES) < SERVICES {
-        anyhow::ensure!(started.elapsed() < TIMEOUT, "only {} services have an ingress", with_ingress(api, SERVICES));
-        anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let ready_after = started.elapsed();
+    let ready_after = wait_for_ingress(api, SERVICES, started, TIMEOUT, child).await?;
     let counts = api.requests();
     let (requests, breakdown) = (counts.total(), counts.to_string());
 

@@ -70,8 +70,22 @@ pub fn release_binary() -> anyhow::Result<std::path::PathBuf> {
     Ok(binary)
 }
 
+/// `wasm-ccm run` of the [release binary](release_binary) against
+/// `kubeconfig`, logging warnings only, its standard input closed.
+///
+/// # Errors
+/// When the binary has not been built.
+pub fn wasm_ccm_run(kubeconfig: &std::path::Path) -> anyhow::Result<std::process::Command> {
+    let mut command = std::process::Command::new(release_binary()?);
+    command.args(["run", "--log-level", "warn", "--kubeconfig"]).arg(kubeconfig).stdin(std::process::Stdio::null());
+    Ok(command)
+}
+
 /// The benchmarks' LoadBalancer Services, `svc-0000` and on, in `default`.
 pub mod services {
+    use std::process::Child;
+    use std::time::{Duration, Instant};
+
     use futures::StreamExt;
     use k8s_openapi::api::core::v1::Service;
     use kube::api::{Api, PostParams};
@@ -111,9 +125,29 @@ pub mod services {
         Ok(())
     }
 
+    /// Waits until the first `count` Services have an ingress while `child`
+    /// (wasm-ccm) runs, and says how long after `started` that was.
+    ///
+    /// # Errors
+    /// When `child` exits, or `timeout` after `started`.
+    pub async fn wait_for_ingress(
+        api: &ApiServer,
+        count: usize,
+        started: Instant,
+        timeout: Duration,
+        child: &mut Child,
+    ) -> anyhow::Result<Duration> {
+        while with_ingress(api, count) < count {
+            anyhow::ensure!(started.elapsed() < timeout, "only {} services have an ingress", with_ingress(api, count));
+            anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(started.elapsed())
+    }
+
     /// How many of the first `count` Services have an ingress, an IP or a
     /// host name.
-    pub fn with_ingress(api: &ApiServer, count: usize) -> usize {
+    fn with_ingress(api: &ApiServer, count: usize) -> usize {
         (0..count)
             .filter(|index| {
                 api.object("services", Some("default"), &name(*index)).is_some_and(|service| {

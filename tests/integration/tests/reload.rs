@@ -338,6 +338,26 @@ async fn no_failed_calls(setup: &Setup) {
 
 /// Waits until a rejection at `stage` is counted and shown, and returns
 /// the `/providers` entry.
+/// Creates Services continuously while `release` publishes `v2` (whose
+/// pool is 192.0.3.0/24, v1's 192.0.2.0/24) until v2 serves; then checks
+/// that Services were served on both sides of the swap and that no
+/// provider call failed.
+async fn swapped_under_load(setup: &Setup, v2: &[u8], release: impl Future<Output = ()>) {
+    let load = Load::start(setup.services(), "load");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released = Instant::now();
+    release.await;
+    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(v2)).await;
+    eprintln!("v2 swapped in {:.3} s after its release", released.elapsed().as_secs_f64());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let names = load.finish().await;
+    let addresses = all_served(setup, &names).await;
+    assert!(
+        addresses.iter().any(|ip| ip.starts_with("192.0.2.")) && addresses.iter().any(|ip| ip.starts_with("192.0.3."))
+    );
+    no_failed_calls(setup).await;
+}
+
 async fn rejected(setup: &Setup, stage: &str, before: f64) -> Value {
     let deadline = Instant::now() + PATIENCE;
     while setup.rejections().await.get(stage).copied().unwrap_or_default() <= before {
@@ -539,18 +559,11 @@ async fn file_versions_and_configuration_changes_are_validated_then_swapped() {
     assert_eq!(setup.provider().await["source"], wasm_path);
     assert!(setup.fresh_ingress("before").await.starts_with("192.0.2."));
 
-    let load = Load::start(setup.services(), "load");
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let v2 = fake_with_pool("192.0.3.0/24");
-    publish(&mounted, 2, &[("fake.wasm", &v2), ("fake.wasm.sig", &sign(&v2, &setup.key))]);
-    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(&v2)).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let names = load.finish().await;
-    let addresses = all_served(&setup, &names).await;
-    assert!(
-        addresses.iter().any(|ip| ip.starts_with("192.0.2.")) && addresses.iter().any(|ip| ip.starts_with("192.0.3."))
-    );
-    no_failed_calls(&setup).await;
+    swapped_under_load(&setup, &v2, async {
+        publish(&mounted, 2, &[("fake.wasm", &v2), ("fake.wasm.sig", &sign(&v2, &setup.key))]);
+    })
+    .await;
     setup.wait_event("ProviderReloaded", &sha256_digest(&v2)).await;
 
     // Garbage, correctly signed: rejected when compiled.
@@ -622,20 +635,8 @@ async fn config_map_versions_are_swapped_in_and_broken_ones_rejected() {
     let _process = setup.run(location, &["--provider-public-key", &public_key]).await;
     assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
 
-    let load = Load::start(setup.services(), "load");
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let v2 = fake_with_pool("192.0.3.0/24");
-    let changed = Instant::now();
-    update(data(&v2, &setup.key)).await;
-    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(&v2)).await;
-    eprintln!("v2 swapped in {:.3} s after the ConfigMap update", changed.elapsed().as_secs_f64());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let names = load.finish().await;
-    let addresses = all_served(&setup, &names).await;
-    assert!(
-        addresses.iter().any(|ip| ip.starts_with("192.0.2.")) && addresses.iter().any(|ip| ip.starts_with("192.0.3."))
-    );
-    no_failed_calls(&setup).await;
+    swapped_under_load(&setup, &v2, update(data(&v2, &setup.key))).await;
     let (kind, regarding, _) = setup.wait_event("ProviderReloaded", &sha256_digest(&v2)).await;
     assert_eq!((kind.as_str(), regarding.as_str()), ("Normal", "ConfigMap/kube-system/wasm-ccm-provider"));
 
