@@ -3,6 +3,16 @@ CARGO ?= cargo
 
 .PHONY: local demo test guests lint test-servers bench
 
+# The real control plane the end-to-end tests also run against (tests/envtest):
+# kube-apiserver from ../shared/envtest beside the repository, etcd from Debian.
+# Without them those tests say so and are skipped; WASM_CCM_REQUIRE_ENVTEST=1
+# makes that an error.
+ENVTEST_DIR ?= $(abspath ../shared/envtest)
+ifneq ($(wildcard $(ENVTEST_DIR)/kube-apiserver),)
+export TEST_ASSET_KUBE_APISERVER ?= $(ENVTEST_DIR)/kube-apiserver
+export TEST_ASSET_ETCD ?= /usr/bin/etcd
+endif
+
 ## Build the providers, then run wasm-ccm on an embedded local cluster with the fake provider.
 local: guests
 	$(CARGO) run --locked -p wasm-ccm -- local

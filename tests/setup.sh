@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party servers the integration tests start on loopback:
 # moto_server, an AWS API emulator, from PyPI; docker-registry, an OCI
-# distribution registry (CNCF Distribution), from Debian.
+# distribution registry (CNCF Distribution), and etcd, for the real
+# kube-apiserver of ../shared/envtest, from Debian.
 set -euo pipefail
 
 if ! command -v moto_server >/dev/null 2>&1; then
@@ -9,9 +10,12 @@ if ! command -v moto_server >/dev/null 2>&1; then
     python3 -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6"
 fi
 
-if ! command -v docker-registry >/dev/null 2>&1; then
-    echo "setup.sh: installing docker-registry" >&2
+packages=()
+command -v docker-registry >/dev/null 2>&1 || packages+=(docker-registry)
+[ -x /usr/bin/etcd ] || packages+=(etcd-server)
+if [ ${#packages[@]} -gt 0 ]; then
+    echo "setup.sh: installing ${packages[*]}" >&2
     as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
     as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq docker-registry >/dev/null
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
 fi

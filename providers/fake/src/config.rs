@@ -17,6 +17,13 @@ pub struct Config {
     /// Where load-balancer addresses come from.
     #[serde(default = "default_pool")]
     pub load_balancer_pool: Vec<IpNet>,
+    /// Load balancers that cost no cloud round trip, as upstream's in-memory
+    /// fake: each Service's address is derived from its UID within the pool
+    /// and nothing is stored, so every one exists and updates and deletes do
+    /// nothing. For measuring the controllers and the sandbox, not the fake
+    /// cloud.
+    #[serde(default)]
+    pub stateless_load_balancers: bool,
     /// Report load balancers by host name `<name>.<suffix>` instead of by IP.
     pub load_balancer_hostname_suffix: Option<String>,
     /// The machines of the fake cloud.

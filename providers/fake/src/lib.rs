@@ -4,7 +4,8 @@
 //! the configuration; load balancers take addresses from a pool; load
 //! balancers and routes live in the fake cloud, a small object store reached
 //! over HTTP (each call runs in a fresh instance, so nothing survives in
-//! memory). Errors and latency can be injected per function.
+//! memory), or, with `statelessLoadBalancers`, load balancers are derived from
+//! the Service alone. Errors and latency can be injected per function.
 
 mod cloud;
 mod config;
@@ -51,7 +52,8 @@ impl Provider for Fake {
     }
 
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        (self.enabled("load-balancer") && self.cloud.is_some()).then_some(self as _)
+        let stored = self.cloud.is_some() || self.config.stateless_load_balancers;
+        (self.enabled("load-balancer") && stored).then_some(self as _)
     }
 
     fn instances(&self) -> Option<&dyn Instances> {

@@ -74,10 +74,10 @@ fn ports(service: &Service) -> Result<Vec<PortRecord>, Error> {
 }
 
 impl Fake {
-    fn status(&self, name: &str, record: &Record) -> LoadBalancerStatus {
+    fn status(&self, name: &str, address: &str) -> LoadBalancerStatus {
         let (ip, hostname) = match &self.config.load_balancer_hostname_suffix {
             Some(suffix) => (None, Some(format!("{name}.{suffix}"))),
-            None => (Some(record.address.clone()), None),
+            None => (Some(address.to_owned()), None),
         };
         LoadBalancerStatus {
             ingress: vec![LoadBalancerIngress { ip, hostname, ip_mode: Some(IpMode::Vip), ports: Vec::new() }],
@@ -129,6 +129,19 @@ impl Fake {
         Err(Error::other("the load-balancer address pool is exhausted"))
     }
 
+    /// A stateless load balancer's address: the one the Service asks for,
+    /// or the one its UID picks in the pool (two Services may get the same).
+    fn derived_address(&self, service: &Service) -> Result<IpAddr, Error> {
+        let pool = Pool::new(&self.config.load_balancer_pool);
+        match service.load_balancer_ip.as_deref().filter(|ip| !ip.is_empty()) {
+            Some(requested) => match requested.parse() {
+                Ok(address) if pool.contains(address) => Ok(address),
+                _ => Err(Error::other(format_args!("loadBalancerIP {requested:?} is not an address of the pool"))),
+            },
+            None => Ok(pool.get(pool::start(&service.uid, pool.len())).expect("index within the pool")),
+        }
+    }
+
     fn release(&self, address: &str) -> Result<(), Error> {
         self.cloud().delete(ADDRESSES, address)?;
         Ok(())
@@ -139,8 +152,11 @@ impl LoadBalancer for Fake {
     fn get_load_balancer(&self, cluster_name: &str, service: &Service) -> Result<Option<LoadBalancerStatus>, Error> {
         self.config.inject("load-balancer.get")?;
         let name = self.get_load_balancer_name(cluster_name, service);
+        if self.config.stateless_load_balancers {
+            return Ok(Some(self.status(&name, &self.derived_address(service)?.to_string())));
+        }
         let stored: Option<Stored<Record>> = self.cloud().get(LOAD_BALANCERS, &name)?;
-        Ok(stored.map(|stored| self.status(&name, &stored.value)))
+        Ok(stored.map(|stored| self.status(&name, &stored.value.address)))
     }
 
     fn get_load_balancer_name(&self, _cluster_name: &str, service: &Service) -> String {
@@ -156,6 +172,9 @@ impl LoadBalancer for Fake {
         self.config.inject("load-balancer.ensure")?;
         let name = self.get_load_balancer_name(cluster_name, service);
         let ports = ports(service)?;
+        if self.config.stateless_load_balancers {
+            return Ok(self.status(&name, &self.derived_address(service)?.to_string()));
+        }
         let stored: Option<Stored<Record>> = self.cloud().get(LOAD_BALANCERS, &name)?;
         let requested = service.load_balancer_ip.as_deref().filter(|ip| !ip.is_empty());
         let kept = stored
@@ -181,11 +200,14 @@ impl LoadBalancer for Fake {
         if let Some(previous) = stored.filter(|stored| stored.value.address != record.address) {
             self.release(&previous.value.address)?;
         }
-        Ok(self.status(&name, &record))
+        Ok(self.status(&name, &record.address))
     }
 
     fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<(), Error> {
         self.config.inject("load-balancer.update")?;
+        if self.config.stateless_load_balancers {
+            return Ok(());
+        }
         let name = self.get_load_balancer_name(cluster_name, service);
         let Some(mut stored) = self.cloud().get::<Record>(LOAD_BALANCERS, &name)? else {
             return Err(Error::other(format_args!("load balancer {name} does not exist")));
@@ -199,6 +221,9 @@ impl LoadBalancer for Fake {
 
     fn ensure_load_balancer_deleted(&self, cluster_name: &str, service: &Service) -> Result<(), Error> {
         self.config.inject("load-balancer.ensure-deleted")?;
+        if self.config.stateless_load_balancers {
+            return Ok(());
+        }
         let name = self.get_load_balancer_name(cluster_name, service);
         let Some(stored) = self.cloud().get::<Record>(LOAD_BALANCERS, &name)? else {
             return Ok(());

@@ -25,10 +25,17 @@ pub struct LogArgs {
     pub log_level: Option<String>,
 }
 
+/// kube's client and watcher log every failed request and every watch retry
+/// (its HTTP layer at error level); the controllers log each failure once
+/// with its context, and an API server outage once, so those are off unless
+/// `--log-level` asks for them.
+const KUBE_QUIET: &str = "kube_client::client=error,kube_client::client::builder=off,kube_runtime::watcher=error";
+
 /// Installs the process's log subscriber, writing to stderr, at
 /// `--log-level` or else `default_level`.
 pub fn init(args: &LogArgs, default_level: &str) -> anyhow::Result<()> {
-    let level = args.log_level.as_deref().unwrap_or(default_level);
+    let default_level = format!("{default_level},{KUBE_QUIET}");
+    let level = args.log_level.as_deref().unwrap_or(&default_level);
     let filter = EnvFilter::try_new(level).map_err(|err| anyhow::anyhow!("invalid --log-level {level:?}: {err}"))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let installed = match args.log_format {

@@ -15,6 +15,8 @@ use kube::client::ClientBuilder;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use tower::{Layer, Service};
 
+use crate::reachability::ReachabilityLayer;
+
 /// Why no client could be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -49,7 +51,7 @@ pub async fn client(kubeconfig: Option<&Path>, qps: u32, burst: u32) -> Result<C
     let quota = Quota::per_second(NonZeroU32::new(qps).ok_or(ClientError::RateLimit)?)
         .allow_burst(NonZeroU32::new(burst).ok_or(ClientError::RateLimit)?);
     let limit = RateLimitLayer { limiter: Arc::new(RateLimiter::direct(quota)) };
-    Ok(ClientBuilder::try_from(config)?.with_layer(&limit).build())
+    Ok(ClientBuilder::try_from(config)?.with_layer(&ReachabilityLayer::default()).with_layer(&limit).build())
 }
 
 /// Holds requests until the rate limiter lets them through.

@@ -12,6 +12,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+use crate::reachability::is_transport_error;
+
 /// A change the cache has seen.
 #[derive(Debug)]
 pub enum Change<K> {
@@ -28,7 +30,9 @@ pub enum Change<K> {
 /// Watches `api` until `stop`, keeping the returned store up to date and
 /// calling `on_change` with every change after the store has applied it.
 /// The watch restarts with backoff after errors, a dropped stream or an
-/// expired resource version.
+/// expired resource version. A run of failures is logged once, when it
+/// starts (not at all when the API server is unreachable, which the client
+/// logs), and once when the watch works again.
 pub fn informer<K, F>(api: Api<K>, stop: CancellationToken, mut on_change: F) -> (Store<K>, impl Future<Output = ()>)
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
@@ -38,22 +42,48 @@ where
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff());
     let run = async move {
         let mut stream = std::pin::pin!(stream);
+        let mut failing = false;
         loop {
             let event = tokio::select! {
                 () = stop.cancelled() => return,
                 event = stream.next() => event,
             };
+            let kind = K::kind(&());
+            match &event {
+                Some(Ok(_)) if failing => {
+                    failing = false;
+                    tracing::info!(%kind, "the watch works again");
+                }
+                Some(Err(err)) if !failing && !is_transport(err) => {
+                    failing = true;
+                    tracing::warn!(%kind, "the watch failed, retrying until it works: {err}");
+                }
+                Some(Err(err)) => {
+                    failing = true;
+                    tracing::debug!(%kind, "the watch failed, retrying: {err}");
+                }
+                _ => {}
+            }
             match event {
                 Some(Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object))) => {
                     on_change(Change::Applied(Arc::new(object)));
                 }
                 Some(Ok(watcher::Event::Delete(object))) => on_change(Change::Deleted(Arc::new(object))),
                 Some(Ok(watcher::Event::InitDone)) => on_change(Change::Resynced),
-                Some(Ok(watcher::Event::Init)) => {}
-                Some(Err(err)) => tracing::warn!(kind = %K::kind(&()), "watch failed, retrying: {err}"),
+                Some(Ok(watcher::Event::Init) | Err(_)) => {}
                 None => return,
             }
         }
     };
     (store, run)
+}
+
+/// Whether the watch failed because the API server could not be reached.
+fn is_transport(err: &watcher::Error) -> bool {
+    match err {
+        watcher::Error::InitialListFailed(err)
+        | watcher::Error::WatchStartFailed(err)
+        | watcher::Error::WatchFailed(err) => is_transport_error(err),
+        _ => false,
+    }
 }

@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use crate::reachability::is_transport_error;
 
 /// Upstream's `--leader-elect-*` settings.
 #[derive(Debug, Clone)]
@@ -159,6 +160,7 @@ impl LeaderElector {
         let working = CancellationToken::new();
         let mut work = tokio::spawn(work(working.clone()));
         let mut renewed = Instant::now();
+        let mut failing = false;
         let mut ticks = tokio::time::interval(self.config.retry_period);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stopping_until: Option<Instant> = None;
@@ -177,11 +179,26 @@ impl LeaderElector {
                     break Ok(());
                 }
                 _ = ticks.tick() => {
-                    match tokio::time::timeout(self.config.retry_period, self.try_acquire_or_renew()).await {
-                        Ok(Ok(true)) => renewed = Instant::now(),
-                        Ok(Ok(false)) => tracing::warn!(lease = %self.lease(), "another replica holds the lease"),
-                        Ok(Err(err)) => tracing::warn!(lease = %self.lease(), "cannot renew the lease: {err}"),
-                        Err(_) => tracing::warn!(lease = %self.lease(), "renewing the lease timed out"),
+                    let renewal = tokio::time::timeout(self.config.retry_period, self.try_acquire_or_renew()).await;
+                    // A run of failures is logged when it starts and when it
+                    // ends; an unreachable API server is the client's to log.
+                    let (message, quiet) = match renewal {
+                        Ok(Ok(true)) => {
+                            if std::mem::take(&mut failing) {
+                                tracing::info!(lease = %self.lease(), "renewed the lease again");
+                            }
+                            renewed = Instant::now();
+                            continue;
+                        }
+                        Ok(Ok(false)) => ("another replica holds the lease".to_owned(), failing),
+                        Ok(Err(err)) => (format!("cannot renew the lease: {err}"), failing || is_transport_error(&err)),
+                        Err(_) => ("renewing the lease timed out".to_owned(), failing),
+                    };
+                    failing = true;
+                    if quiet {
+                        tracing::debug!(lease = %self.lease(), "{message}");
+                    } else {
+                        tracing::warn!(lease = %self.lease(), "{message}; retrying");
                     }
                     if renewed.elapsed() > self.config.renew_deadline {
                         working.cancel();
@@ -209,6 +226,9 @@ impl LeaderElector {
             match self.try_acquire_or_renew().await {
                 Ok(true) => return true,
                 Ok(false) => {}
+                Err(err) if is_transport_error(&err) => {
+                    tracing::debug!(lease = %self.lease(), "cannot read or take the lease: {err}");
+                }
                 Err(err) => tracing::warn!(lease = %self.lease(), "cannot read or take the lease: {err}"),
             }
             tokio::select! {

@@ -113,7 +113,7 @@ impl ControllerManager {
     pub async fn run(self, stop: CancellationToken, readiness: Readiness) -> Result<(), StartError> {
         let Plan { active, skipped } = self.plan()?;
         for (controller, reason) in skipped {
-            tracing::warn!(controller = %controller, "not starting the controller: {reason}");
+            tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }
         let is_active = |controller| active.contains(&controller);
         let client = &self.client;

@@ -1,6 +1,7 @@
-//! A cluster for end-to-end tests, all in this process: the API server
-//! harness, the fake cloud, a provider component (the fake one, or any
-//! other from its [`ProviderSpec`]) and the controllers, with helpers to
+//! A cluster for end-to-end tests: an API server (the harness in this
+//! process, or a real kube-apiserver, see [`Backend`]), the fake cloud, a
+//! provider component (the fake one, or any other from its
+//! [`ProviderSpec`]) and the controllers, in this process, with helpers to
 //! create nodes and Services and to wait for what the controllers do.
 
 use std::future::Future;
@@ -12,11 +13,11 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_controllers::{ControllerManager, Metrics, Readiness, Settings, UNINITIALIZED_TAINT};
 use wasm_ccm_fake_cloud::{FakeCloud, Object};
 use wasm_ccm_host::{ProviderHandle, ProviderSpec};
 
+use crate::backend::{Backend, TestApiServer};
 use crate::{allow, guest, load, spec};
 
 /// How long a test waits for the controllers before it fails.
@@ -31,6 +32,14 @@ pub fn fast_settings() -> Settings {
         route_reconciliation_period: Duration::from_millis(300),
         ..Settings::default()
     }
+}
+
+/// The keys of the node's cloud taints (`node.cloudprovider.kubernetes.io/`),
+/// those the controllers add and remove; a real API server's admission also
+/// taints a node created not Ready with `node.kubernetes.io/not-ready`.
+pub fn cloud_taints(node: &Node) -> Vec<String> {
+    let taints = node.spec.iter().flat_map(|spec| spec.taints.iter().flatten());
+    taints.map(|taint| taint.key.clone()).filter(|key| key.starts_with("node.cloudprovider.kubernetes.io/")).collect()
 }
 
 /// A node to create.
@@ -67,12 +76,15 @@ impl NewNode {
 /// The cluster; the controllers stop when it is dropped.
 pub struct TestCluster {
     /// The API server.
-    pub api: ApiServer,
+    pub api: TestApiServer,
     /// The fake provider's cloud; idle when the cluster runs another
     /// provider.
     pub cloud: FakeCloud,
-    /// A client of the API server.
+    /// The controllers' client: deploy/'s in-cluster identity on a real API
+    /// server.
     pub client: kube::Client,
+    /// A client allowed everything, for the test's own requests.
+    pub admin: kube::Client,
     /// The provider the controllers call.
     pub provider: ProviderHandle,
     /// The controllers' metrics.
@@ -100,13 +112,14 @@ pub fn fake_config(cloud: &FakeCloud, extra: &Value) -> Vec<u8> {
 }
 
 impl TestCluster {
-    /// Starts everything, the fake provider configured with `config` (its
-    /// `instances`, `faults`...), and the controllers with `settings`.
-    pub async fn start(config: Value, settings: Settings) -> Self {
+    /// Starts everything against `backend`'s API server, the fake provider
+    /// configured with `config` (its `instances`, `faults`...), and the
+    /// controllers with `settings`.
+    pub async fn start(backend: &Backend, config: Value, settings: Settings) -> Self {
         let cloud = FakeCloud::start().await.expect("the fake cloud starts");
         let mut fake = spec("fake", guest("provider-fake"), &fake_config(&cloud, &config));
         fake.allow_list = allow(&[&cloud.url()]);
-        Self::launch(cloud, fake, settings).await
+        Self::launch(backend, cloud, fake, settings).await
     }
 
     /// Starts everything with the provider `spec` (its component,
@@ -114,21 +127,23 @@ impl TestCluster {
     /// and the controllers with `settings`. The spec's cluster name becomes
     /// the settings' one, as `wasm-ccm run` gives its `--cluster-name` to
     /// both. The fake cloud runs too, unused unless `spec` reaches it.
-    pub async fn start_with_provider(spec: ProviderSpec, settings: Settings) -> Self {
+    pub async fn start_with_provider(backend: &Backend, spec: ProviderSpec, settings: Settings) -> Self {
         let cloud = FakeCloud::start().await.expect("the fake cloud starts");
-        Self::launch(cloud, spec, settings).await
+        Self::launch(backend, cloud, spec, settings).await
     }
 
-    async fn launch(cloud: FakeCloud, mut spec: ProviderSpec, settings: Settings) -> Self {
+    async fn launch(backend: &Backend, cloud: FakeCloud, mut spec: ProviderSpec, settings: Settings) -> Self {
         crate::init_logging();
-        let api = ApiServer::start().await.expect("the API server starts");
-        let client = api.client().await;
+        let api = TestApiServer::start(backend).await;
+        let client = api.controller_client().await;
+        let admin = api.admin();
         spec.cluster_name = settings.cluster_name.clone();
         let provider = ProviderHandle::new(load(spec).await);
         let mut cluster = TestCluster {
             api,
             cloud,
             client,
+            admin,
             provider,
             metrics: Metrics::default(),
             readiness: Readiness::default(),
@@ -205,12 +220,12 @@ impl TestCluster {
 
     /// The Nodes API.
     pub fn nodes(&self) -> Api<Node> {
-        Api::all(self.client.clone())
+        Api::all(self.admin.clone())
     }
 
     /// The Services API of the `default` namespace.
     pub fn services(&self) -> Api<Service> {
-        Api::namespaced(self.client.clone(), "default")
+        Api::namespaced(self.admin.clone(), "default")
     }
 
     /// Creates a node, with its status.
@@ -277,7 +292,7 @@ impl TestCluster {
 
     /// The events whose reason is `reason`, about any object.
     pub async fn events(&self, reason: &str) -> Vec<Event> {
-        let events: Api<Event> = Api::all(self.client.clone());
+        let events: Api<Event> = Api::all(self.admin.clone());
         let all = events.list(&ListParams::default()).await.expect("events");
         all.items.into_iter().filter(|event| event.reason.as_deref() == Some(reason)).collect()
     }

@@ -1,12 +1,14 @@
 //! Helpers shared by wasm-ccm's integration tests: the built components, an
 //! engine, provider specs, and a loopback HTTP server to aim providers at.
 
+pub mod backend;
 pub mod canned_aws;
 pub mod cluster;
 pub mod echo;
 pub mod moto;
 pub mod process;
 pub mod registry;
+pub mod replicas;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -104,6 +106,35 @@ pub fn capture_logs() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
         .with_writer(move || writer.clone())
         .finish();
     (logs, tracing::subscriber::set_default(subscriber))
+}
+
+/// Makes each listed test body, an `async fn(&Backend)`, two tests:
+/// `harness::NAME` against the API server harness and `real_apiserver::NAME`
+/// against kube-apiserver, which is skipped, and says so on the terminal,
+/// when its binaries are missing and not required.
+#[macro_export]
+macro_rules! on_both_api_servers {
+    ($($test:ident),+ $(,)?) => {
+        mod harness {
+            $(
+                #[::tokio::test]
+                async fn $test() {
+                    super::$test(&$crate::backend::Backend::Harness).await;
+                }
+            )+
+        }
+        mod real_apiserver {
+            $(
+                #[::tokio::test]
+                async fn $test() {
+                    let test = concat!(module_path!(), "::", stringify!($test));
+                    if let Some(backend) = $crate::backend::Backend::real(test) {
+                        super::$test(&backend).await;
+                    }
+                }
+            )+
+        }
+    };
 }
 
 /// A server the tests start stopped before it answered, as when another

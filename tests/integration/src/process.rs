@@ -2,7 +2,7 @@
 //! admin server.
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -32,12 +32,34 @@ pub struct Process {
 impl Process {
     /// Starts `wasm-ccm` with `args` and extra environment variables.
     pub fn start(args: &[String], env: &[(&str, &str)]) -> Self {
+        Self::spawn(Self::command(args, env))
+    }
+
+    /// Starts `wasm-ccm` with `args`, writing its output (logs go to stderr)
+    /// to the file `log`.
+    pub fn start_logged(args: &[String], log: &Path) -> Self {
+        let file = std::fs::File::create(log).expect("the log file");
+        let mut command = Self::command(args, &[]);
+        command.stdout(file.try_clone().expect("the log file")).stderr(file);
+        Self::spawn(command)
+    }
+
+    fn command(args: &[String], env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(binary());
         command.args(args).stdin(Stdio::null());
         for (key, value) in env {
             command.env(key, value);
         }
+        command
+    }
+
+    fn spawn(mut command: Command) -> Self {
         Process { child: command.spawn().expect("wasm-ccm starts") }
+    }
+
+    /// Whether it is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("the child's status").is_none()
     }
 
     /// Its process ID.

@@ -15,6 +15,7 @@ use base64::Engine as _;
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use wasm_ccm_distribution::{Auth, Reference, RegistryOptions, sha256_digest};
+use wasm_ccm_envtest::pki::LoopbackTls;
 
 use crate::Exited;
 
@@ -91,15 +92,15 @@ impl Registry {
         );
         let mut ca_pem = None;
         if settings.tls {
-            let (ca, certificate, key) = certificates()?;
-            std::fs::write(dir.path().join("cert.pem"), certificate)?;
-            std::fs::write(dir.path().join("key.pem"), key)?;
+            let tls = LoopbackTls::generate("wasm-ccm test registry")?;
+            std::fs::write(dir.path().join("cert.pem"), tls.certificate_pem)?;
+            std::fs::write(dir.path().join("key.pem"), tls.key_pem)?;
             config.push_str(&format!(
                 "  tls:\n    certificate: {}\n    key: {}\n",
                 dir.path().join("cert.pem").display(),
                 dir.path().join("key.pem").display()
             ));
-            ca_pem = Some(ca);
+            ca_pem = Some(tls.ca_pem);
         }
         if let Some((username, password)) = &settings.basic_auth {
             // The lowest cost: the registry checks the hash on every request.
@@ -322,25 +323,6 @@ impl Drop for Registry {
 pub fn docker_config(registry: &str, username: &str, password: &str) -> Vec<u8> {
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
     serde_json::to_vec(&serde_json::json!({"auths": {registry: {"auth": auth}}})).expect("JSON")
-}
-
-/// `(CA certificate, server certificate for 127.0.0.1 and localhost, server
-/// key)`, PEM.
-fn certificates() -> anyhow::Result<(String, String, String)> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
-    let ca_key = KeyPair::generate()?;
-    let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.distinguished_name.push(DnType::CommonName, "wasm-ccm test registry CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_certificate = ca.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate()?;
-    let mut server = CertificateParams::new(vec!["localhost".to_owned()])?;
-    server.distinguished_name.push(DnType::CommonName, "127.0.0.1");
-    server.subject_alt_names.push(SanType::IpAddress([127, 0, 0, 1].into()));
-    let certificate = server.signed_by(&key, &issuer)?;
-    Ok((ca_certificate.pem(), certificate.pem(), key.serialize_pem()))
 }
 
 /// `127.0.0.1 - - [date] "GET /v2/ HTTP/1.1" 200 2 "" "agent"`.

@@ -1,7 +1,8 @@
-//! The AWS provider end to end: the controllers and the API server harness
-//! calling the AWS provider component, against a real AWS API emulator
-//! (`moto_server`), one emulator and one cluster per test. What the
-//! controllers did is read back from the emulator with boto3.
+//! The AWS provider end to end: the controllers, against the API server
+//! harness and a real kube-apiserver, calling the AWS provider component,
+//! against a real AWS API emulator (`moto_server`), one emulator and one
+//! cluster per test. What the controllers did is read back from the
+//! emulator with boto3.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,10 +12,11 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use wasm_ccm_controllers::{SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT};
 use wasm_ccm_host::{Credentials, ProviderSpec};
+use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::canned_aws::CannedAws;
-use wasm_ccm_tests::cluster::{NewNode, TestCluster, fast_settings};
+use wasm_ccm_tests::cluster::{NewNode, TestCluster, cloud_taints, fast_settings};
 use wasm_ccm_tests::moto::{LoadBalancing, Moto, REGION, Seed, SeededInstance};
-use wasm_ccm_tests::{allow, guest, load, spec};
+use wasm_ccm_tests::{allow, guest, load, on_both_api_servers, spec};
 
 /// The cluster's name: its resources in AWS are tagged with it.
 const CLUSTER: &str = "e2e";
@@ -64,13 +66,13 @@ async fn moto() -> (Arc<Moto>, Seed) {
     .await
 }
 
-async fn aws() -> Aws {
-    aws_with(settings()).await
+async fn aws(backend: &Backend) -> Aws {
+    aws_with(backend, settings()).await
 }
 
-async fn aws_with(settings: Settings) -> Aws {
+async fn aws_with(backend: &Backend, settings: Settings) -> Aws {
     let (moto, seed) = moto().await;
-    let cluster = TestCluster::start_with_provider(aws_spec(&moto.url(), &moto.url()), settings).await;
+    let cluster = TestCluster::start_with_provider(backend, aws_spec(&moto.url(), &moto.url()), settings).await;
     Aws { cluster, moto, seed }
 }
 
@@ -114,10 +116,6 @@ impl Aws {
     }
 }
 
-fn taint_keys(node: &Node) -> Vec<String> {
-    node.spec.iter().flat_map(|spec| spec.taints.iter().flatten()).map(|taint| taint.key.clone()).collect()
-}
-
 fn has_finalizer(service: &Service) -> bool {
     service.metadata.finalizers.iter().flatten().any(|finalizer| finalizer == FINALIZER)
 }
@@ -155,9 +153,8 @@ async fn wait_node_gone(cluster: &TestCluster, name: &str) {
         .await;
 }
 
-#[tokio::test]
-async fn nodes_are_initialized_from_ec2() {
-    let aws = aws().await;
+async fn nodes_are_initialized_from_ec2(backend: &Backend) {
+    let aws = aws(backend).await;
     let (a, b) = (aws.instance("running-a").clone(), aws.instance("running-b").clone());
     let unknown = "ip-10-0-9-9.eu-west-1.compute.internal";
     for name in [a.name.as_str(), b.name.as_str(), unknown] {
@@ -169,7 +166,7 @@ async fn nodes_are_initialized_from_ec2() {
             .cluster
             .wait(&format!("{} to be initialized", instance.name), || async {
                 let node = nodes.get(&instance.name).await.ok()?;
-                (!taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned())).then_some(node)
+                (!cloud_taints(&node).contains(&UNINITIALIZED_TAINT.to_owned())).then_some(node)
             })
             .await;
         let provider_id = node.spec.as_ref().and_then(|spec| spec.provider_id.clone());
@@ -212,13 +209,12 @@ async fn nodes_are_initialized_from_ec2() {
 
     // A node EC2 does not know is left tainted.
     let node = nodes.get(unknown).await.unwrap();
-    assert!(taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned()), "{unknown} keeps its taint");
+    assert!(cloud_taints(&node).contains(&UNINITIALIZED_TAINT.to_owned()), "{unknown} keeps its taint");
     assert_eq!(node.spec.and_then(|spec| spec.provider_id), None);
 }
 
-#[tokio::test]
-async fn a_service_gets_a_network_load_balancer_and_leaves_nothing_behind() {
-    let aws = aws().await;
+async fn a_service_gets_a_network_load_balancer_and_leaves_nothing_behind(backend: &Backend) {
+    let aws = aws(backend).await;
     aws.create_node("running-a", |node| node).await;
     aws.create_node("running-b", |node| node).await;
     let created = aws.cluster.create_service("web", &[80]).await;
@@ -265,9 +261,8 @@ async fn a_service_gets_a_network_load_balancer_and_leaves_nothing_behind() {
     assert!(aws.cluster.event_count("DeletedLoadBalancer").await >= 1);
 }
 
-#[tokio::test]
-async fn targets_follow_the_nodes() {
-    let aws = aws().await;
+async fn targets_follow_the_nodes(backend: &Backend) {
+    let aws = aws(backend).await;
     aws.create_node("running-a", |node| node).await;
     // A stopped instance is never a target.
     aws.create_node("stopped", |node| node).await;
@@ -296,9 +291,8 @@ async fn targets_follow_the_nodes() {
     assert_eq!((state.load_balancers.len(), state.listeners.len(), state.target_groups.len()), (1, 1, 1));
 }
 
-#[tokio::test]
-async fn terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted() {
-    let aws = aws().await;
+async fn terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted(backend: &Backend) {
+    let aws = aws(backend).await;
     aws.create_node("running-a", |node| node).await;
     let running_b = aws.create_node("running-b", |node| NewNode { uninitialized: true, ..node }).await;
     aws.create_node("stopped", |node| NewNode { ready: false, ..node }).await;
@@ -312,7 +306,7 @@ async fn terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted() {
     let stopped = aws.instance("stopped").name.clone();
     aws.cluster
         .wait("the stopped node to be tainted", || async {
-            taint_keys(&nodes.get(&stopped).await.ok()?).contains(&SHUTDOWN_TAINT.to_owned()).then_some(())
+            cloud_taints(&nodes.get(&stopped).await.ok()?).contains(&SHUTDOWN_TAINT.to_owned()).then_some(())
         })
         .await;
 
@@ -331,9 +325,9 @@ async fn terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted() {
     wait_node_gone(&aws.cluster, &name_b).await;
 
     let node_a = nodes.get(&aws.instance("running-a").name).await.unwrap();
-    assert!(taint_keys(&node_a).is_empty(), "a running instance's node is left alone");
+    assert_eq!(cloud_taints(&node_a), Vec::<String>::new(), "a running instance's node is left alone");
     let stopped = nodes.get(&stopped).await.unwrap();
-    assert_eq!(taint_keys(&stopped), [SHUTDOWN_TAINT], "the stopped instance's node is kept, tainted");
+    assert_eq!(cloud_taints(&stopped), [SHUTDOWN_TAINT], "the stopped instance's node is kept, tainted");
 }
 
 /// The pod routes in the cluster's route table as (CIDR, instance ID),
@@ -348,9 +342,8 @@ for instance in arg["instances"]:
 print(json.dumps({"routes": routes, "sourceDestCheck": checks}))
 "#;
 
-#[tokio::test]
-async fn routes_follow_the_nodes_pod_cidrs() {
-    let aws = aws_with(Settings { cluster_cidrs: fast_settings().cluster_cidrs, ..settings() }).await;
+async fn routes_follow_the_nodes_pod_cidrs(backend: &Backend) {
+    let aws = aws_with(backend, Settings { cluster_cidrs: fast_settings().cluster_cidrs, ..settings() }).await;
     let (a, b) = (aws.instance("running-a").clone(), aws.instance("running-b").clone());
     let terminated = aws.instance("terminated").id.clone();
     // A route of the cluster's network to a terminated instance: a blackhole
@@ -410,8 +403,7 @@ async fn wait_failure(cluster: &TestCluster, needles: &[&str]) -> String {
         .await
 }
 
-#[tokio::test]
-async fn aws_errors_reach_the_service_until_aws_answers() {
+async fn aws_errors_reach_the_service_until_aws_answers(backend: &Backend) {
     let (moto, seed) = moto().await;
     let canned = CannedAws::start().await.unwrap();
     canned.answer(
@@ -419,7 +411,7 @@ async fn aws_errors_reach_the_service_until_aws_answers() {
         "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>r</RequestId></ErrorResponse>",
     );
     // EC2 at the emulator, Elastic Load Balancing at the canned server.
-    let cluster = TestCluster::start_with_provider(aws_spec(&moto.url(), &canned.url()), settings()).await;
+    let cluster = TestCluster::start_with_provider(backend, aws_spec(&moto.url(), &canned.url()), settings()).await;
     let aws = Aws { cluster, moto, seed };
     aws.create_node("running-a", |node| node).await;
     aws.cluster.create_service("web", &[80]).await;
@@ -452,3 +444,12 @@ async fn aws_errors_reach_the_service_until_aws_answers() {
     assert_eq!(state.load_balancers[0].dns_name, hostname);
     assert!(canned.requests().len() >= 2, "both failures came from the canned server");
 }
+
+on_both_api_servers!(
+    nodes_are_initialized_from_ec2,
+    a_service_gets_a_network_load_balancer_and_leaves_nothing_behind,
+    targets_follow_the_nodes,
+    terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted,
+    routes_follow_the_nodes_pod_cidrs,
+    aws_errors_reach_the_service_until_aws_answers,
+);

@@ -98,6 +98,31 @@ async fn disabled_parts_are_reported() {
     assert!(!parts.load_balancer && !parts.routes, "no cloud configured");
 }
 
+/// Load balancers derived from the Service alone, with no cloud: what the
+/// benchmarks measure the controllers with, as upstream's in-memory fake.
+#[tokio::test]
+async fn stateless_load_balancers_need_no_cloud() {
+    let config = json!({"statelessLoadBalancers": true, "loadBalancerPool": ["203.0.113.0/28"]});
+    let mut spec = spec("fake", guest("provider-fake"), config.to_string().as_bytes());
+    spec.allow_list = allow(&[]);
+    let handle = ProviderHandle::new(load(spec).await);
+    assert!(handle.info().parts.load_balancer, "served without a cloud");
+    let web = service("uid-1", None);
+    let ip = |status: &k8s_openapi::api::core::v1::LoadBalancerStatus| {
+        status.ingress.as_ref().and_then(|ingress| ingress[0].ip.clone()).unwrap_or_default()
+    };
+    let ensured = handle.ensure_load_balancer(&web, &[node("node-a", None)]).await.unwrap();
+    assert!(ip(&ensured).starts_with("203.0.113."), "{ensured:?}");
+    assert_eq!(handle.ensure_load_balancer(&web, &[]).await.unwrap(), ensured, "derived from the UID, the same again");
+    assert_eq!(handle.get_load_balancer(&web).await.unwrap(), Some(ensured.clone()));
+    handle.update_load_balancer(&web, &[]).await.unwrap();
+    handle.ensure_load_balancer_deleted(&web).await.unwrap();
+    let pinned = handle.ensure_load_balancer(&service("uid-2", Some("203.0.113.9")), &[]).await.unwrap();
+    assert_eq!(ip(&pinned), "203.0.113.9");
+    let outside = handle.ensure_load_balancer(&service("uid-3", Some("192.0.2.1")), &[]).await;
+    assert!(matches!(outside, Err(ProviderError::Cloud(message)) if message.contains("not an address of the pool")));
+}
+
 #[tokio::test]
 async fn instances_v2() {
     let cloud = FakeCloud::start().await.unwrap();

@@ -12,7 +12,9 @@ use wasm_ccm_controllers::{
     ControllerManager, ControllerName, Metrics, SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT, enabled_controllers,
     names_route,
 };
-use wasm_ccm_tests::cluster::{NewNode, TestCluster, fast_settings};
+use wasm_ccm_tests::backend::Backend;
+use wasm_ccm_tests::cluster::{NewNode, TestCluster, cloud_taints, fast_settings};
+use wasm_ccm_tests::on_both_api_servers;
 
 fn instances() -> Value {
     json!({"instances": [
@@ -24,10 +26,6 @@ fn instances() -> Value {
         {"name": "node-b", "id": "i-b", "zone": "zone-2", "region": "region-1", "addresses": [{"type": "InternalIP", "address": "10.0.0.2"}]},
         {"name": "node-c", "id": "i-c", "zone": "zone-1", "region": "region-1", "addresses": [{"type": "InternalIP", "address": "10.0.0.3"}]}
     ]})
-}
-
-fn taint_keys(node: &Node) -> Vec<String> {
-    node.spec.iter().flat_map(|spec| spec.taints.iter().flatten()).map(|taint| taint.key.clone()).collect()
 }
 
 fn has_finalizer(service: &Service) -> bool {
@@ -51,15 +49,14 @@ fn uid(service: &Service) -> String {
     service.metadata.uid.clone().expect("a uid")
 }
 
-#[tokio::test]
-async fn nodes_are_initialized_from_the_cloud() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn nodes_are_initialized_from_the_cloud(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-a") }).await;
     let nodes = cluster.nodes();
     let node = cluster
         .wait("node-a to be initialized", || async {
             let node = nodes.get("node-a").await.ok()?;
-            (!taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned())).then_some(node)
+            (!cloud_taints(&node).contains(&UNINITIALIZED_TAINT.to_owned())).then_some(node)
         })
         .await;
     assert_eq!(node.spec.as_ref().unwrap().provider_id.as_deref(), Some("fake://i-a"));
@@ -87,9 +84,8 @@ async fn nodes_are_initialized_from_the_cloud() {
 
 /// Upstream removes the taint, then sets the addresses; here no version of
 /// the node is without both.
-#[tokio::test]
-async fn nodes_lose_their_taint_only_with_their_addresses() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn nodes_lose_their_taint_only_with_their_addresses(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     let nodes = cluster.nodes();
     let mut versions = nodes.watch(&WatchParams::default(), "0").await.unwrap().boxed();
     cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-a") }).await;
@@ -102,7 +98,7 @@ async fn nodes_lose_their_taint_only_with_their_addresses() {
         };
         seen += 1;
         let addresses = node.status.as_ref().and_then(|status| status.addresses.clone()).unwrap_or_default();
-        if !taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned()) {
+        if !cloud_taints(&node).contains(&UNINITIALIZED_TAINT.to_owned()) {
             assert!(addresses.iter().any(|address| address.address == "10.0.0.1"), "{addresses:?}");
             break;
         }
@@ -110,9 +106,8 @@ async fn nodes_lose_their_taint_only_with_their_addresses() {
     assert!(seen >= 2, "the watch saw the node before and after");
 }
 
-#[tokio::test]
-async fn nodes_the_cloud_cannot_vouch_for_keep_their_taint() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn nodes_the_cloud_cannot_vouch_for_keep_their_taint(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     let mismatched = NewNode { uninitialized: true, provided_ip: Some("10.0.0.99".into()), ..NewNode::ready("node-b") };
     cluster.create_node(mismatched).await;
     cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-unknown") }).await;
@@ -128,14 +123,13 @@ async fn nodes_the_cloud_cannot_vouch_for_keep_their_taint() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     for name in ["node-b", "node-unknown"] {
         let node = nodes.get(name).await.unwrap();
-        assert!(taint_keys(&node).contains(&UNINITIALIZED_TAINT.to_owned()), "{name} keeps its taint");
+        assert!(cloud_taints(&node).contains(&UNINITIALIZED_TAINT.to_owned()), "{name} keeps its taint");
         assert_eq!(node.spec.unwrap().provider_id, None, "{name}");
     }
 }
 
-#[tokio::test]
-async fn load_balancer_lifecycle() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn load_balancer_lifecycle(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     cluster.create_node(NewNode::ready("node-b")).await;
     let created = cluster.create_service("web", &[80]).await;
@@ -190,9 +184,8 @@ async fn load_balancer_lifecycle() {
     assert!(cluster.cloud.objects("addresses").is_empty(), "the address went back to the pool");
 }
 
-#[tokio::test]
-async fn load_balancers_follow_the_nodes() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn load_balancers_follow_the_nodes(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     cluster.create_node(NewNode::ready("node-b")).await;
     let uid = uid(&cluster.create_service("web", &[80]).await);
@@ -222,9 +215,8 @@ async fn load_balancers_follow_the_nodes() {
     wait_lb_nodes(&cluster, &uid, &["node-a"]).await;
 }
 
-#[tokio::test]
-async fn services_with_a_load_balancer_class_are_left_alone() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn services_with_a_load_balancer_class_are_left_alone(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     let services = cluster.services();
     let classed: Service = serde_json::from_value(json!({
@@ -244,11 +236,10 @@ async fn services_with_a_load_balancer_class_are_left_alone() {
     assert_eq!(cluster.cloud.objects("load-balancers").len(), 1, "only ours");
 }
 
-#[tokio::test]
-async fn provider_errors_are_reported_and_backed_off() {
+async fn provider_errors_are_reported_and_backed_off(backend: &Backend) {
     let mut config = instances();
     config["faults"] = json!({"load-balancer.ensure": {"error": {"kind": "other", "message": "quota exhausted"}}});
-    let cluster = TestCluster::start(config, fast_settings()).await;
+    let cluster = TestCluster::start(backend, config, fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     cluster.create_service("web", &[80]).await;
     let failures = cluster
@@ -280,11 +271,10 @@ async fn provider_errors_are_reported_and_backed_off() {
     cluster.ingress("web").await;
 }
 
-#[tokio::test]
-async fn retry_errors_come_back_after_their_delay() {
+async fn retry_errors_come_back_after_their_delay(backend: &Backend) {
     let mut config = instances();
     config["faults"] = json!({"load-balancer.ensure": {"error": {"kind": "retry", "delayMs": 300, "message": "busy"}}});
-    let cluster = TestCluster::start(config, fast_settings()).await;
+    let cluster = TestCluster::start(backend, config, fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     cluster.create_service("web", &[80]).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -294,10 +284,9 @@ async fn retry_errors_come_back_after_their_delay() {
     cluster.ingress("web").await;
 }
 
-#[tokio::test]
-async fn drifted_load_balancers_are_repaired() {
+async fn drifted_load_balancers_are_repaired(backend: &Backend) {
     let settings = Settings { load_balancer_resync_period: Duration::from_secs(1), ..fast_settings() };
-    let cluster = TestCluster::start(instances(), settings).await;
+    let cluster = TestCluster::start(backend, instances(), settings).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     let uid = uid(&cluster.create_service("web", &[80]).await);
     cluster.ingress("web").await;
@@ -306,14 +295,13 @@ async fn drifted_load_balancers_are_repaired() {
     cluster.wait("the load balancer to come back", || async { cluster.load_balancer(&uid).map(drop) }).await;
 }
 
-#[tokio::test]
-async fn gone_instances_are_deleted_and_stopped_ones_tainted() {
+async fn gone_instances_are_deleted_and_stopped_ones_tainted(backend: &Backend) {
     let config = json!({"instances": [
         {"name": "node-a", "id": "i-a"},
         {"name": "node-b", "id": "i-b", "state": "stopped"},
         {"name": "node-c", "id": "i-c", "state": "terminated"}
     ]});
-    let cluster = TestCluster::start(config, fast_settings()).await;
+    let cluster = TestCluster::start(backend, config, fast_settings()).await;
     for name in ["node-a", "node-b", "node-c"] {
         cluster.create_node(NewNode { ready: false, ..NewNode::ready(name) }).await;
     }
@@ -326,16 +314,16 @@ async fn gone_instances_are_deleted_and_stopped_ones_tainted() {
         .await;
     cluster
         .wait("node-b to be tainted", || async {
-            taint_keys(&nodes.get("node-b").await.ok()?).contains(&SHUTDOWN_TAINT.to_owned()).then_some(())
+            cloud_taints(&nodes.get("node-b").await.ok()?).contains(&SHUTDOWN_TAINT.to_owned()).then_some(())
         })
         .await;
     let node_a = nodes.get("node-a").await.unwrap();
-    assert!(taint_keys(&node_a).is_empty(), "a running instance's node is left alone");
+    assert_eq!(cloud_taints(&node_a), Vec::<String>::new(), "a running instance's node is left alone");
 
     cluster.set_ready("node-b", true).await;
     cluster
         .wait("node-b's taint to go", || async {
-            (!taint_keys(&nodes.get("node-b").await.ok()?).contains(&SHUTDOWN_TAINT.to_owned())).then_some(())
+            (!cloud_taints(&nodes.get("node-b").await.ok()?).contains(&SHUTDOWN_TAINT.to_owned())).then_some(())
         })
         .await;
     assert!(nodes.get_opt("node-a").await.unwrap().is_some(), "never deleted");
@@ -346,9 +334,8 @@ fn network_condition(node: &Node) -> Option<(String, String)> {
     Some((condition.status.clone(), condition.reason.clone()?))
 }
 
-#[tokio::test]
-async fn routes_follow_the_nodes_pod_cidrs() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+async fn routes_follow_the_nodes_pod_cidrs(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     let node_a =
         cluster.create_node(NewNode { pod_cidr: Some("10.244.1.0/24".into()), ..NewNode::ready("node-a") }).await;
     cluster.create_node(NewNode { pod_cidr: Some("10.244.2.0/24".into()), ..NewNode::ready("node-b") }).await;
@@ -404,16 +391,17 @@ async fn routes_follow_the_nodes_pod_cidrs() {
 
 #[tokio::test]
 async fn dropped_watches_and_expired_versions_miss_nothing() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    let backend = &Backend::Harness;
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
     cluster.create_service("first", &[80]).await;
     cluster.ingress("first").await;
 
-    cluster.api.faults().drop_watches();
+    cluster.api.harness().faults().drop_watches();
     cluster.create_service("second", &[80]).await;
     cluster.ingress("second").await;
 
-    cluster.api.faults().expire_resource_versions();
+    cluster.api.harness().faults().expire_resource_versions();
     cluster.create_service("third", &[80]).await;
     cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready("node-b") }).await;
     cluster.ingress("third").await;
@@ -425,21 +413,22 @@ async fn dropped_watches_and_expired_versions_miss_nothing() {
         .await;
 
     cluster.create_service("fourth", &[80]).await;
-    cluster.api.faults().fail_next(5, 500);
+    cluster.api.harness().faults().fail_next(5, 500);
     cluster.ingress("fourth").await;
 }
 
 #[tokio::test]
 async fn a_restart_in_the_middle_of_a_sync_makes_no_duplicate() {
-    let mut cluster = TestCluster::start(instances(), fast_settings()).await;
+    let backend = &Backend::Harness;
+    let mut cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     cluster.create_node(NewNode::ready("node-a")).await;
-    cluster.api.faults().set_latency(Duration::from_millis(400));
+    cluster.api.harness().faults().set_latency(Duration::from_millis(400));
     let uid = uid(&cluster.create_service("web", &[80]).await);
     cluster.wait("the load balancer in the cloud", || async { cluster.load_balancer(&uid).map(drop) }).await;
     cluster.kill_controllers();
-    let service = cluster.api.object("services", Some("default"), "web").unwrap();
+    let service = cluster.api.harness().object("services", Some("default"), "web").unwrap();
     assert_eq!(service["status"]["loadBalancer"], json!({}), "killed between the cloud call and the status update");
-    cluster.api.faults().set_latency(Duration::ZERO);
+    cluster.api.harness().faults().set_latency(Duration::ZERO);
     cluster.start_controllers().await;
     let ip = cluster.ingress("web").await;
     let records = cluster.cloud.objects("load-balancers");
@@ -452,7 +441,8 @@ async fn a_restart_in_the_middle_of_a_sync_makes_no_duplicate() {
 /// here the route controller is left out, unless `--controllers` names it.
 #[tokio::test]
 async fn the_route_controller_needs_a_cluster_cidr_only_when_named() {
-    let cluster = TestCluster::start(instances(), fast_settings()).await;
+    let backend = &Backend::Harness;
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
     let plan = |controllers: &[&str]| {
         let list: Vec<String> = controllers.iter().map(|name| (*name).to_owned()).collect();
         let settings = Settings {
@@ -470,3 +460,17 @@ async fn the_route_controller_needs_a_cluster_cidr_only_when_named() {
     let named = plan(&["service", "route"]).unwrap_err();
     assert!(named.to_string().contains("needs --cluster-cidr"), "{named}");
 }
+
+on_both_api_servers!(
+    nodes_are_initialized_from_the_cloud,
+    nodes_lose_their_taint_only_with_their_addresses,
+    nodes_the_cloud_cannot_vouch_for_keep_their_taint,
+    load_balancer_lifecycle,
+    load_balancers_follow_the_nodes,
+    services_with_a_load_balancer_class_are_left_alone,
+    provider_errors_are_reported_and_backed_off,
+    retry_errors_come_back_after_their_delay,
+    drifted_load_balancers_are_repaired,
+    gone_instances_are_deleted_and_stopped_ones_tainted,
+    routes_follow_the_nodes_pod_cidrs,
+);

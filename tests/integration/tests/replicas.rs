@@ -3,111 +3,26 @@
 //! with kubectl.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams, PostParams};
-use serde_json::{Value, json};
-use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_fake_cloud::FakeCloud;
+use serde_json::json;
+use wasm_ccm_tests::backend::Backend;
+use wasm_ccm_tests::on_both_api_servers;
 use wasm_ccm_tests::process::{Process, free_port, http_get};
-use wasm_ccm_tests::repository;
+use wasm_ccm_tests::replicas::Replicas;
 
 const LEASE: Duration = Duration::from_secs(3);
 const RETRY: Duration = Duration::from_millis(500);
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// An API server, the fake cloud, and the files a replica reads.
-struct Setup {
-    api: ApiServer,
-    cloud: FakeCloud,
-    dir: PathBuf,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl Setup {
-    async fn start(test: &str, faults: Value) -> Self {
-        let api = ApiServer::start().await.unwrap();
-        let cloud = FakeCloud::start().await.unwrap();
-        let dir = std::env::temp_dir().join(format!("wasm-ccm-{test}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        api.write_kubeconfig(&dir.join("kubeconfig")).unwrap();
-        let config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.51.100.0/24"], "faults": faults});
-        std::fs::write(dir.join("fake.json"), config.to_string()).unwrap();
-        Setup { api, cloud, dir }
-    }
-
-    /// Starts a replica named `name`, its admin server on `port`.
-    fn replica(&self, name: &str, port: u16) -> Process {
-        let path = |file: &str| self.dir.join(file).display().to_string();
-        let args: Vec<String> = [
-            "run",
-            "--kubeconfig",
-            &path("kubeconfig"),
-            "--provider",
-            &repository().join("target/wasm/provider_fake.wasm").display().to_string(),
-            "--cloud-config",
-            &path("fake.json"),
-            "--provider-allow",
-            &self.cloud.url(),
-            "--secure-port",
-            &port.to_string(),
-            "--bind-address",
-            "127.0.0.1",
-            "--admin-plain-http",
-            "--leader-elect-lease-duration",
-            "3s",
-            "--leader-elect-renew-deadline",
-            "2s",
-            "--leader-elect-retry-period",
-            "500ms",
-            "--shutdown-grace-period",
-            "10s",
-        ]
-        .iter()
-        .map(|arg| (*arg).to_owned())
-        .collect();
-        Process::start(&args, &[("POD_NAME", name), ("RUST_LOG", "info")])
-    }
-
-    fn holder(&self) -> String {
-        let lease = self.api.object("leases", Some("kube-system"), "cloud-controller-manager");
-        lease.and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned)).unwrap_or_default()
-    }
-
-    async fn create_service(&self, name: &str) {
-        let services: Api<Service> = Api::namespaced(self.api.client().await, "default");
-        let service: Service = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-        }))
-        .unwrap();
-        services.create(&PostParams::default(), &service).await.unwrap();
-    }
-
-    fn ingress(&self, name: &str) -> Option<String> {
-        let service = self.api.object("services", Some("default"), name)?;
-        service["status"]["loadBalancer"]["ingress"][0]["ip"].as_str().map(str::to_owned)
-    }
-
-    /// Who reported the `reason` events about Service `name`.
-    async fn reporters(&self, reason: &str, name: &str) -> Vec<String> {
-        let events: Api<Event> = Api::all(self.api.client().await);
-        let events = events.list(&ListParams::default()).await.unwrap().items;
-        events
-            .into_iter()
-            .filter(|event| event.reason.as_deref() == Some(reason))
-            .filter(|event| event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .filter_map(|event| event.reporting_instance)
-            .collect()
-    }
+/// Starts a replica named `name`, its admin server on `port`, with short
+/// leader election periods.
+fn replica(setup: &Replicas, name: &str, port: u16) -> Process {
+    let mut args = setup.args(port);
+    let lease = ["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s"];
+    let retry = ["--leader-elect-retry-period", "500ms", "--shutdown-grace-period", "10s"];
+    args.extend(lease.into_iter().chain(retry).map(str::to_owned));
+    Process::start(&args, &[("POD_NAME", name), ("RUST_LOG", "info")])
 }
 
 async fn wait<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -122,19 +37,18 @@ async fn status(port: u16, path: &str) -> Option<u16> {
     http_get(admin(port), path).await.map(|(status, _)| status)
 }
 
-#[tokio::test]
-async fn only_the_leader_reconciles_and_a_standby_takes_over() {
-    let setup = Setup::start("leader", json!({})).await;
+async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) {
+    let setup = Replicas::start(backend, json!({})).await;
     let (port_a, port_b) = (free_port(), free_port());
-    let mut a = setup.replica("replica-a", port_a);
-    wait("replica-a to lead", async || setup.holder().starts_with("replica-a_").then_some(())).await;
-    let b = setup.replica("replica-b", port_b);
+    let mut a = replica(&setup, "replica-a", port_a);
+    wait("replica-a to lead", async || setup.holder().await.starts_with("replica-a_").then_some(())).await;
+    let b = replica(&setup, "replica-b", port_b);
     for port in [port_a, port_b] {
         wait("both replicas to be ready", async || (status(port, "/readyz").await == Some(200)).then_some(())).await;
     }
 
     setup.create_service("first").await;
-    let first_ip = wait("an ingress for first", async || setup.ingress("first")).await;
+    let first_ip = wait("an ingress for first", async || setup.ingress("first").await).await;
     let reporters = wait("EnsuredLoadBalancer", async || {
         let reporters = setup.reporters("EnsuredLoadBalancer", "first").await;
         (!reporters.is_empty()).then_some(reporters)
@@ -165,15 +79,15 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() {
     a.signal("KILL");
     a.wait(Duration::from_secs(5)).await.expect("replica-a dies");
     let killed = Instant::now();
-    wait("replica-b to take over", async || setup.holder().starts_with("replica-b_").then_some(())).await;
+    wait("replica-b to take over", async || setup.holder().await.starts_with("replica-b_").then_some(())).await;
     let handover = killed.elapsed();
     assert!(handover <= LEASE + 3 * RETRY, "took over after {handover:?}, lease {LEASE:?}");
 
     setup.create_service("second").await;
-    wait("an ingress for second", async || setup.ingress("second")).await;
+    wait("an ingress for second", async || setup.ingress("second").await).await;
     let reporters = setup.reporters("EnsuredLoadBalancer", "second").await;
     assert!(reporters.iter().all(|reporter| reporter == "replica-b"), "{reporters:?}");
-    assert_eq!(setup.ingress("first").as_deref(), Some(first_ip.as_str()), "the first load balancer is kept");
+    assert_eq!(setup.ingress("first").await.as_deref(), Some(first_ip.as_str()), "the first load balancer is kept");
     assert_eq!(setup.cloud.objects("load-balancers").len(), 2, "no load balancer made twice");
     assert_eq!(setup.cloud.objects("addresses").len(), 2, "no address claimed twice");
     drop(b);
@@ -181,10 +95,10 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over() {
 
 #[tokio::test]
 async fn readiness_follows_the_caches_and_a_graceful_stop_finishes_work_and_releases_the_lease() {
-    let setup = Setup::start("shutdown", json!({"load-balancer.ensure": {"latencyMs": 3000}})).await;
-    setup.api.faults().set_latency(Duration::from_millis(700));
+    let setup = Replicas::start(&Backend::Harness, json!({"load-balancer.ensure": {"latencyMs": 3000}})).await;
+    setup.api.harness().faults().set_latency(Duration::from_millis(700));
     let port = free_port();
-    let mut replica = setup.replica("replica-a", port);
+    let mut replica = replica(&setup, "replica-a", port);
     let mut seen = Vec::new();
     wait("readiness", async || {
         let answer = http_get(admin(port), "/readyz").await;
@@ -201,11 +115,11 @@ async fn readiness_follows_the_caches_and_a_graceful_stop_finishes_work_and_rele
         "not ready before the caches were synced: {seen:?}"
     );
     assert_eq!(status(port, "/livez").await, Some(200));
-    setup.api.faults().set_latency(Duration::ZERO);
+    setup.api.harness().faults().set_latency(Duration::ZERO);
 
     setup.create_service("slow").await;
     wait("the slow ensure to start", async || {
-        let service = setup.api.object("services", Some("default"), "slow")?;
+        let service = setup.api.object("services", Some("default"), "slow").await?;
         service["metadata"]["finalizers"].as_array().map(drop)
     })
     .await;
@@ -217,19 +131,19 @@ async fn readiness_follows_the_caches_and_a_graceful_stop_finishes_work_and_rele
     .await;
     let exit = replica.wait(Duration::from_secs(15)).await.expect("it stops within the grace period");
     assert!(exit.success(), "{exit:?}");
-    assert!(setup.ingress("slow").is_some(), "the sync in flight finished before the process stopped");
-    assert_eq!(setup.holder(), "", "the lease was released");
+    assert!(setup.ingress("slow").await.is_some(), "the sync in flight finished before the process stopped");
+    assert_eq!(setup.holder().await, "", "the lease was released");
 }
 
 #[tokio::test]
 async fn a_second_signal_stops_at_once() {
-    let setup = Setup::start("abort", json!({"load-balancer.ensure": {"latencyMs": 8000}})).await;
+    let setup = Replicas::start(&Backend::Harness, json!({"load-balancer.ensure": {"latencyMs": 8000}})).await;
     let port = free_port();
-    let mut replica = setup.replica("replica-a", port);
+    let mut replica = replica(&setup, "replica-a", port);
     wait("readiness", async || (status(port, "/readyz").await == Some(200)).then_some(())).await;
     setup.create_service("slow").await;
     wait("the slow ensure to start", async || {
-        let service = setup.api.object("services", Some("default"), "slow")?;
+        let service = setup.api.object("services", Some("default"), "slow").await?;
         service["metadata"]["finalizers"].as_array().map(drop)
     })
     .await;
@@ -240,7 +154,7 @@ async fn a_second_signal_stops_at_once() {
     let exit = replica.wait(Duration::from_secs(5)).await.expect("it stops at once");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(!exit.success(), "{exit:?}");
-    assert!(setup.ingress("slow").is_none(), "the sync in flight was abandoned");
+    assert!(setup.ingress("slow").await.is_none(), "the sync in flight was abandoned");
 }
 
 #[tokio::test]
@@ -292,3 +206,5 @@ async fn local_runs_a_cluster_kubectl_can_see() {
     assert!(!kubeconfig.exists(), "the kubeconfig of a stopped cluster is removed");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+on_both_api_servers!(only_the_leader_reconciles_and_a_standby_takes_over);

@@ -25,6 +25,7 @@ use crate::events::Events;
 use crate::informer::Change;
 use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
+use crate::reachability::is_transport_error;
 use crate::taints::{UNINITIALIZED, has_taint, taints};
 use crate::workqueue::{Backoff, WorkQueue};
 
@@ -123,7 +124,11 @@ impl Shared {
                 Err(NodeError::Api(kube::Error::Api(status))) if status.code == 409 => self.queue.add(name.clone()),
                 Err(err) => {
                     let delay = self.queue.add_rate_limited(name.clone());
-                    tracing::warn!(node = %name, "cannot initialize the node, retrying in {delay:?}: {err}");
+                    if matches!(&err, NodeError::Api(err) if is_transport_error(err)) {
+                        tracing::debug!(node = %name, "cannot initialize the node, retrying in {delay:?}: {err}");
+                    } else {
+                        tracing::warn!(node = %name, "cannot initialize the node, retrying in {delay:?}: {err}");
+                    }
                 }
             }
             self.queue.done(&name);

@@ -178,7 +178,11 @@ impl Shared {
                     }
                     None => {
                         let delay = self.queue.add_rate_limited(key.clone());
-                        tracing::warn!(service = %key, "sync failed, retrying in {delay:?}: {err}");
+                        if err.is_transport() {
+                            tracing::debug!(service = %key, "sync failed, retrying in {delay:?}: {err}");
+                        } else {
+                            tracing::warn!(service = %key, "sync failed, retrying in {delay:?}: {err}");
+                        }
                     }
                 },
             }

@@ -15,6 +15,7 @@ use wasm_ccm_host::ProviderError;
 
 use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, needs_cleanup, same_ingress, wants_load_balancer};
 use super::{ServiceKey, Shared};
+use crate::reachability::is_transport_error;
 
 /// Why a sync failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,11 @@ impl SyncError {
             SyncError::Provider { source: ProviderError::Retry { delay, .. }, .. } => Some(*delay),
             _ => None,
         }
+    }
+
+    /// Whether the API server could not be reached.
+    pub fn is_transport(&self) -> bool {
+        matches!(self, SyncError::Api { source, .. } if is_transport_error(source))
     }
 }
 
