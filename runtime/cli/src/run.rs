@@ -1,6 +1,7 @@
 //! `wasm-ccm run`: the cloud-controller-manager against a cluster.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -279,9 +280,16 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     let manager = ControllerManager::new(client.clone(), handle, options.settings, metrics.clone());
     manager.plan()?;
     let readiness = health.controllers();
-    let run_controllers = move |working: CancellationToken| async move {
-        if let Err(err) = manager.run(working, readiness).await {
-            tracing::error!("the controllers cannot start: {err}");
+    // A controller that stops on its own ends the process with its error,
+    // as upstream's crashes; its replacement starts afresh.
+    let failure = Arc::new(Mutex::new(None));
+    let run_controllers = {
+        let failure = failure.clone();
+        move |working: CancellationToken| async move {
+            if let Err(err) = manager.run(working, readiness).await {
+                tracing::error!("the controllers stopped: {err}");
+                *failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(err);
+            }
         }
     };
     match options.leader {
@@ -313,6 +321,9 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
                 }
             }
         }
+    }
+    if let Some(err) = failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() {
+        return Err(err.into());
     }
     tracing::info!("stopped");
     Ok(())

@@ -69,7 +69,7 @@ struct Written {
 }
 
 /// One event to write.
-struct Pending {
+pub struct Pending {
     reference: ObjectReference,
     type_: EventType,
     reason: String,
@@ -186,6 +186,30 @@ impl Events {
     /// Records a warning.
     pub fn warning(&self, reference: ObjectReference, reason: &str, note: impl Into<String>) {
         self.publish(reference, EventType::Warning, reason, note.into());
+    }
+}
+
+/// An event recorded by [`Events::recorder`]: `(type, reason, object name,
+/// note)`.
+#[cfg(test)]
+pub type Recorded = (EventType, String, String, String);
+
+#[cfg(test)]
+impl Events {
+    /// Events kept for a test to read rather than written.
+    pub fn recorder() -> (Self, mpsc::Receiver<Pending>) {
+        let (queue, pending) = mpsc::channel::<Pending>(BACKLOG);
+        (Events { queue }, pending)
+    }
+
+    /// The events `pending` has received so far.
+    pub fn recorded(pending: &mut mpsc::Receiver<Pending>) -> Vec<Recorded> {
+        let mut recorded = Vec::new();
+        while let Ok(event) = pending.try_recv() {
+            let name = event.reference.name.unwrap_or_default();
+            recorded.push((event.type_, event.reason, name, event.note));
+        }
+        recorded
     }
 }
 

@@ -1,6 +1,6 @@
 //! The cloud controllers of wasm-ccm, as upstream's cloud-controller-manager
-//! runs them, calling a WebAssembly provider through
-//! [`wasm_ccm_host::ProviderHandle`]:
+//! runs them, calling the cloud through [`Cloud`], which the sandboxed
+//! WebAssembly provider ([`wasm_ccm_host::ProviderHandle`]) implements:
 //!
 //! - the **service** controller: a load balancer for every Service of type
 //!   LoadBalancer, kept in step with the nodes, repaired when it drifts;
@@ -10,13 +10,21 @@
 //! - the **route** controller: cloud routes for the nodes' pod CIDRs.
 //!
 //! [`ControllerManager`] runs those enabled on one watch of nodes and one of
-//! Services.
+//! Services. Every controller has one shape: triggers that queue keys, and a
+//! [`runner`] whose workers reconcile them with the controller's context (the
+//! client, the cloud, the node cache, events, metrics, settings) under one
+//! error policy.
 
 mod client;
 mod cloud;
 pub mod config;
+mod context;
+mod error;
 mod events;
+#[cfg(test)]
+mod fixtures;
 mod informer;
+mod instances;
 pub mod leader;
 mod lifecycle;
 mod locks;
@@ -26,15 +34,17 @@ mod node;
 mod nodes;
 mod reachability;
 mod route;
+pub mod runner;
 mod service;
 mod taints;
 mod workqueue;
 
 pub use client::{ClientError, client};
+pub use cloud::Cloud;
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
 pub use events::{EventType, Events};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
-pub use manager::{ControllerManager, Plan, Readiness, StartError};
+pub use manager::{ControllerManager, ManagerError, Plan, Readiness};
 pub use metrics::Metrics;
 pub use reachability::is_transport_error;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

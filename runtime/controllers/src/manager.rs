@@ -1,18 +1,22 @@
 //! Runs the enabled controllers on shared caches: one watch for nodes and
-//! one for Services, whose changes go to every controller that cares.
+//! one for Services, whose changes go to every controller that cares. A
+//! controller that stops on its own stops them all with an error, as
+//! upstream's process crashes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use wasm_ccm_host::ProviderHandle;
 
+use crate::cloud::Cloud;
 use crate::config::{ControllerName, Settings};
+use crate::context::Context;
 use crate::events::Events;
 use crate::informer::{Change, informer};
 use crate::lifecycle::NodeLifecycleController;
@@ -20,16 +24,23 @@ use crate::metrics::Metrics;
 use crate::node::CloudNodeController;
 use crate::nodes::NodeCache;
 use crate::route::RouteController;
+use crate::runner::Stopped;
 use crate::service::ServiceController;
 
-/// Why the controllers cannot start.
+/// Why the controllers cannot start, or stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub enum ManagerError {
     /// The route controller needs to know the cluster's networks.
     #[error(
         "the route controller needs --cluster-cidr (or disable it with --controllers=*,-route or --configure-cloud-routes=false)"
     )]
     MissingClusterCidr,
+    /// The cluster's networks are not one network or a dual-stack pair.
+    #[error("invalid --cluster-cidr: {0}")]
+    InvalidClusterCidrs(&'static str),
+    /// A controller stopped before it was asked to.
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
 }
 
 /// Whether the caches are synced and the controllers running; clones share
@@ -57,27 +68,39 @@ pub struct Plan {
     pub skipped: Vec<(ControllerName, &'static str)>,
 }
 
+/// Checks `--cluster-cidr` as upstream: one network, or one of each IP
+/// family.
+fn check_cluster_cidrs(cidrs: &[IpNet]) -> Result<(), ManagerError> {
+    match cidrs {
+        [] | [_] => Ok(()),
+        [first, second] if matches!(first, IpNet::V4(_)) != matches!(second, IpNet::V4(_)) => Ok(()),
+        [_, _] => Err(ManagerError::InvalidClusterCidrs("two networks must be one IPv4 and one IPv6 (dual-stack)")),
+        _ => Err(ManagerError::InvalidClusterCidrs("at most two networks, one per IP family")),
+    }
+}
+
 /// Runs the cloud controllers.
-pub struct ControllerManager {
+pub struct ControllerManager<C: Cloud> {
     client: Client,
-    provider: ProviderHandle,
-    settings: Settings,
+    cloud: C,
+    settings: Arc<Settings>,
     metrics: Metrics,
 }
 
-impl ControllerManager {
-    /// A manager for the controllers `settings` enables.
-    pub fn new(client: Client, provider: ProviderHandle, settings: Settings, metrics: Metrics) -> Self {
-        ControllerManager { client, provider, settings, metrics }
+impl<C: Cloud> ControllerManager<C> {
+    /// A manager for the controllers `settings` enables, calling `cloud`.
+    pub fn new(client: Client, cloud: C, settings: Settings, metrics: Metrics) -> Self {
+        ControllerManager { client, cloud, settings: Arc::new(settings), metrics }
     }
 
     /// The controllers that will run, those enabled whose provider part is
     /// supported, as upstream decides; and those that will not, with why.
     ///
     /// # Errors
-    /// When an enabled controller lacks a setting it needs.
-    pub fn plan(&self) -> Result<Plan, StartError> {
-        let parts = self.provider.info().parts;
+    /// When an enabled controller lacks a setting it needs, or has a bad
+    /// one.
+    pub fn plan(&self) -> Result<Plan, ManagerError> {
+        let parts = self.cloud.parts();
         let mut plan = Plan::default();
         for controller in self.settings.controllers.iter().copied() {
             let supported = match controller {
@@ -91,12 +114,15 @@ impl ControllerManager {
                 Some("--configure-cloud-routes=false")
             } else if controller == ControllerName::Route && self.settings.cluster_cidrs.is_empty() {
                 if self.settings.route_explicitly_enabled {
-                    return Err(StartError::MissingClusterCidr);
+                    return Err(ManagerError::MissingClusterCidr);
                 }
                 Some("no --cluster-cidr")
             } else {
                 None
             };
+            if skipped.is_none() && controller == ControllerName::Route {
+                check_cluster_cidrs(&self.settings.cluster_cidrs)?;
+            }
             match skipped {
                 Some(reason) => plan.skipped.push((controller, reason)),
                 None => plan.active.push(controller),
@@ -105,19 +131,31 @@ impl ControllerManager {
         Ok(plan)
     }
 
-    /// Runs the controllers until `stop`, then waits for syncs in flight.
-    /// `readiness` turns true once the caches are synced.
+    /// A controller's context, its events reported as `component`.
+    fn context(&self, nodes: &NodeCache, component: &str) -> Context<C> {
+        Context {
+            client: self.client.clone(),
+            cloud: self.cloud.clone(),
+            nodes: nodes.clone(),
+            events: Events::new(self.client.clone(), component),
+            metrics: self.metrics.clone(),
+            settings: self.settings.clone(),
+        }
+    }
+
+    /// Runs the controllers until `stop`, then waits for reconciles in
+    /// flight. `readiness` is true while the controllers run on synced
+    /// caches.
     ///
     /// # Errors
-    /// When the controllers cannot start.
-    pub async fn run(self, stop: CancellationToken, readiness: Readiness) -> Result<(), StartError> {
+    /// When the controllers cannot start, or one stopped on its own.
+    pub async fn run(self, stop: CancellationToken, readiness: Readiness) -> Result<(), ManagerError> {
         let Plan { active, skipped } = self.plan()?;
         for (controller, reason) in skipped {
             tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }
         let is_active = |controller| active.contains(&controller);
         let client = &self.client;
-        let events = Events::new(client.clone(), "cloud-controller-manager");
         let mut tasks = JoinSet::new();
 
         let (node_changes, mut node_updates) = mpsc::unbounded_channel::<Change<Node>>();
@@ -127,60 +165,45 @@ impl ControllerManager {
         tasks.spawn(node_watch);
         let nodes = NodeCache::new(node_store.clone());
 
-        let service_watch = is_active(ControllerName::Service).then(|| {
+        let services = is_active(ControllerName::Service).then(|| {
             let (service_changes, service_updates) = mpsc::unbounded_channel::<Change<Service>>();
             let (store, watch) = informer(Api::<Service>::all(client.clone()), stop.clone(), move |change| {
                 let _ = service_changes.send(change);
             });
             tasks.spawn(watch);
-            (store, service_updates)
+            let controller = ServiceController::new(self.context(&nodes, "service-controller"), store.clone());
+            (store, service_updates, controller)
         });
-        let service_controller = service_watch.as_ref().map(|(store, _)| {
-            ServiceController::new(
-                client.clone(),
-                self.provider.clone(),
-                store.clone(),
-                nodes.clone(),
-                events.clone(),
-                self.metrics.clone(),
-                &self.settings,
-            )
-        });
-        let cloud_node = is_active(ControllerName::CloudNode).then(|| {
-            CloudNodeController::new(
-                client.clone(),
-                self.provider.clone(),
-                nodes.clone(),
-                events.clone(),
-                self.metrics.clone(),
-                &self.settings,
-            )
-        });
+        let cloud_node = is_active(ControllerName::CloudNode)
+            .then(|| CloudNodeController::new(self.context(&nodes, "cloud-node-controller")));
 
         {
-            let (nodes, services, cloud_node) = (nodes.clone(), service_controller.clone(), cloud_node.clone());
+            let nodes = nodes.clone();
+            let service_triggers = services.as_ref().map(|(_, _, controller)| controller.triggers());
+            let node_triggers = cloud_node.as_ref().map(CloudNodeController::triggers);
             tasks.spawn(async move {
                 while let Some(change) = node_updates.recv().await {
                     nodes.changed();
-                    if let Some(services) = &services {
-                        services.nodes_changed();
+                    if let Some(triggers) = &service_triggers {
+                        triggers.nodes_changed();
                     }
-                    if let Some(cloud_node) = &cloud_node {
-                        cloud_node.observe(&change);
+                    if let Some(triggers) = &node_triggers {
+                        triggers.observe(&change);
                     }
                 }
             });
         }
-        let service_store = match (service_watch, service_controller.clone()) {
-            (Some((store, mut updates)), Some(controller)) => {
+        let (service_store, service_controller) = match services {
+            Some((store, mut updates, controller)) => {
+                let triggers = controller.triggers();
                 tasks.spawn(async move {
                     while let Some(change) = updates.recv().await {
-                        controller.observe(change);
+                        triggers.observe(change);
                     }
                 });
-                Some(store)
+                (Some(store), Some(controller))
             }
-            _ => None,
+            None => (None, None),
         };
 
         let synced = async {
@@ -196,43 +219,84 @@ impl ControllerManager {
         }
         tracing::info!(controllers = ?active.iter().map(ToString::to_string).collect::<Vec<_>>(), "caches synced; starting controllers");
 
+        // Stopped by `stop`, or by one of them ending on its own.
+        let working = stop.child_token();
         let mut controllers = JoinSet::new();
         if let Some(controller) = service_controller {
-            controllers.spawn(controller.run(stop.clone()));
+            controllers.spawn(controller.run(working.clone()));
         }
         if let Some(controller) = cloud_node {
-            controllers.spawn(controller.run(stop.clone()));
+            controllers.spawn(controller.run(working.clone()));
         }
         if is_active(ControllerName::CloudNodeLifecycle) {
-            let controller = NodeLifecycleController::new(
-                client.clone(),
-                self.provider.clone(),
-                nodes.clone(),
-                events.clone(),
-                &self.settings,
-            );
-            controllers.spawn(controller.run(stop.clone()));
+            let controller = NodeLifecycleController::new(self.context(&nodes, "cloud-node-lifecycle-controller"));
+            controllers.spawn(controller.run(working.clone()));
         }
         if is_active(ControllerName::Route) {
-            let controller = RouteController::new(
-                client.clone(),
-                self.provider.clone(),
-                nodes.clone(),
-                events.clone(),
-                &self.settings,
-            );
-            controllers.spawn(controller.run(stop.clone()));
+            let controller = RouteController::new(self.context(&nodes, "route_controller"));
+            controllers.spawn(controller.run(working.clone()));
         }
         for controller in &active {
             self.metrics.controller_running(controller.as_str(), true);
         }
         readiness.set(true);
-        while controllers.join_next().await.is_some() {}
+        let mut outcome = Ok(());
+        while let Some(ended) = controllers.join_next().await {
+            let stopped = match ended {
+                Ok(Ok(())) if working.is_cancelled() => continue,
+                Ok(Ok(())) => Stopped { controller: "a", reason: "it ended".to_owned() },
+                Ok(Err(stopped)) => stopped,
+                Err(join) => Stopped { controller: "a", reason: format!("its task failed: {join}") },
+            };
+            if outcome.is_ok() && !stop.is_cancelled() {
+                tracing::error!("{stopped}; stopping every controller");
+                readiness.set(false);
+                working.cancel();
+                outcome = Err(stopped);
+            }
+        }
         readiness.set(false);
         for controller in &active {
             self.metrics.controller_running(controller.as_str(), false);
         }
         tasks.abort_all();
-        Ok(())
+        outcome.map_err(ManagerError::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kube::api::PostParams;
+    use wasm_ccm_apiserver::ApiServer;
+    use wasm_ccm_host::ProviderError;
+
+    use super::*;
+    use crate::fixtures::{ServiceFixture, TestCloud};
+
+    #[tokio::test]
+    async fn a_controller_that_panics_stops_them_all_with_an_error() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        let services = Api::<Service>::namespaced(client.clone(), "default");
+        services.create(&PostParams::default(), &Service::test("web")).await.unwrap();
+        let cloud = TestCloud::default();
+        cloud.fail("ensure", ProviderError::Panic { message: "a bug".into() });
+        let manager = ControllerManager::new(client, cloud, Settings::default(), Metrics::default());
+        let readiness = Readiness::default();
+        let running = manager.run(CancellationToken::new(), readiness.clone());
+        let err = tokio::time::timeout(Duration::from_secs(20), running).await.expect("it stops").unwrap_err();
+        assert_eq!(err.to_string(), "the service controller stopped: a worker panicked: a bug");
+        assert!(!readiness.is_ready());
+    }
+
+    #[test]
+    fn cluster_cidrs_are_one_network_or_a_dual_stack_pair() {
+        let parse = |cidrs: &[&str]| -> Vec<IpNet> { cidrs.iter().map(|cidr| cidr.parse().unwrap()).collect() };
+        assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16"])).is_ok());
+        assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16", "fd00::/56"])).is_ok());
+        assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16", "10.245.0.0/16"])).is_err());
+        assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16", "fd00::/56", "fd01::/56"])).is_err());
     }
 }

@@ -26,6 +26,16 @@ pub struct ControllerLabels {
     pub manager: String,
 }
 
+/// Labels of `reconcile_errors_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    /// The controller.
+    pub controller: String,
+    /// The error's kind: the provider's (`cloud`, `deadline`...), `api` or
+    /// `unreachable`.
+    pub kind: String,
+}
+
 /// Labels of `leader_election_master_status`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -33,12 +43,19 @@ pub struct LeaseLabels {
     pub name: String,
 }
 
+/// Work queue latencies: 1 ms to 33 s.
 fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 16))
 }
 
-fn delay_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.1, 2.0, 14))
+/// Upstream's node sync and host update buckets: 1 s to about 4.5 h.
+fn node_sync_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 15))
+}
+
+/// Upstream's node initialisation buckets: 1 s to about 17 min.
+fn node_delay_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 4.0, 6))
 }
 
 struct Families {
@@ -49,6 +66,7 @@ struct Families {
     taint_removal_delay: Histogram,
     initial_node_sync_delay: Histogram,
     running_controllers: Family<ControllerLabels, Gauge>,
+    reconcile_errors: Family<ErrorLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
     queue_depth: Family<QueueLabels, Gauge>,
     queue_adds: Family<QueueLabels, Counter>,
@@ -68,12 +86,13 @@ impl Default for Metrics {
         Metrics {
             families: Arc::new(Families {
                 loadbalancer_sync: Counter::default(),
-                nodesync_latency: latency_histogram(),
+                nodesync_latency: node_sync_histogram(),
                 nodesync_errors: Counter::default(),
-                update_host_latency: latency_histogram(),
-                taint_removal_delay: delay_histogram(),
-                initial_node_sync_delay: delay_histogram(),
+                update_host_latency: node_sync_histogram(),
+                taint_removal_delay: node_delay_histogram(),
+                initial_node_sync_delay: node_delay_histogram(),
                 running_controllers: Family::default(),
+                reconcile_errors: Family::default(),
                 leader: Family::default(),
                 queue_depth: Family::default(),
                 queue_adds: Family::default(),
@@ -107,7 +126,7 @@ impl Metrics {
         let service = registry.sub_registry_with_prefix("service_controller");
         service.register(
             "loadbalancer_sync",
-            "Times any load balancer was configured, as an effect of service or node changes",
+            "Times a load balancer's hosts were updated, as an effect of node changes",
             families.loadbalancer_sync.clone(),
         );
         service.register(
@@ -140,6 +159,11 @@ impl Metrics {
             "running_managed_controllers",
             "Controllers running, by name and manager",
             families.running_controllers.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that failed, by controller and kind of error",
+            families.reconcile_errors.clone(),
         );
         registry.register(
             "leader_election_master_status",
@@ -197,6 +221,12 @@ impl Metrics {
     /// Records a cloud taint removed `seconds` after the node's creation.
     pub fn taint_removed(&self, seconds: f64) {
         self.families.taint_removal_delay.observe(seconds);
+    }
+
+    /// Counts a failed reconcile of `controller`.
+    pub fn reconcile_error(&self, controller: &str, kind: &str) {
+        let labels = ErrorLabels { controller: controller.to_owned(), kind: kind.to_owned() };
+        self.families.reconcile_errors.get_or_create(&labels).inc();
     }
 
     /// Marks this replica the leader of the lease `name`, or not.

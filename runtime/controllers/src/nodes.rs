@@ -24,11 +24,12 @@ pub struct NodeSet {
 }
 
 impl NodeSet {
-    /// Up to `limit` node names, for events.
+    /// Up to `limit` node names, for events, as upstream lists them:
+    /// `[a b <3 more>]`.
     pub fn names(&self, limit: usize) -> String {
         let mut names: Vec<&str> = self.fingerprint.iter().take(limit).map(|(name, _)| name.as_str()).collect();
         let more = self.fingerprint.len().saturating_sub(limit);
-        let more = (more > 0).then(|| format!("... and {more} more"));
+        let more = (more > 0).then(|| format!("<{more} more>"));
         names.extend(more.as_deref());
         format!("[{}]", names.join(" "))
     }

@@ -1,27 +1,28 @@
-//! The route controller: every reconciliation period, a cloud route for
-//! every pod CIDR of every node, and no route in the cluster CIDR that is a
-//! blackhole or matches no node; each node's `NetworkUnavailable` condition
-//! says whether its routes exist.
+//! The route controller, as upstream's `reconcileNodeRoutes`: every
+//! reconciliation period, a cloud route for every pod CIDR of every node,
+//! routes in the cluster's networks that are blackholes or match no node
+//! deleted, routes whose node addresses changed made again, and each node's
+//! `NetworkUnavailable` condition saying whether its routes exist.
 
-use std::collections::HashSet;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use futures::StreamExt;
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
-use kube::{Client, Resource};
 use serde_json::json;
-use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use wasm_ccm_host::types::Route;
-use wasm_ccm_host::{ProviderError, ProviderHandle};
 
-use crate::events::Events;
-use crate::nodes::NodeCache;
+use crate::cloud::Cloud;
+use crate::context::Context;
+use crate::error::Error;
+use crate::runner::{All, Reconcile, Retry, Runner, Stopped, every, stopping_all_on_failure};
 
 /// Cloud operations at once, as upstream.
 const MAX_CONCURRENT_OPERATIONS: usize = 200;
@@ -38,17 +39,23 @@ pub struct WantedRoute {
 /// What one reconciliation does.
 #[derive(Debug, Default, PartialEq)]
 pub struct Plan {
-    /// Routes to create.
+    /// Routes to create: missing ones, and those whose node addresses
+    /// changed.
     pub create: Vec<WantedRoute>,
-    /// Routes to delete.
+    /// Routes to delete: in the cluster's networks and a blackhole, matching
+    /// no node's pod CIDR, or about to be made again.
     pub delete: Vec<Route>,
+    /// The nodes whose `NetworkUnavailable` condition follows the routes:
+    /// those with pod CIDRs, and those a route targets.
+    pub conditioned: BTreeSet<String>,
 }
 
 fn normalize(cidr: &str) -> Option<IpNet> {
     cidr.parse::<IpNet>().ok().map(|net| net.trunc())
 }
 
-fn pod_cidrs(node: &Node) -> Vec<String> {
+/// The node's pod CIDRs.
+pub fn pod_cidrs(node: &Node) -> Vec<String> {
     let spec = node.spec.as_ref();
     match (spec.and_then(|spec| spec.pod_cidrs.clone()), spec.and_then(|spec| spec.pod_cidr.clone())) {
         (Some(cidrs), _) if !cidrs.is_empty() => cidrs,
@@ -57,153 +64,191 @@ fn pod_cidrs(node: &Node) -> Vec<String> {
     }
 }
 
+fn addresses(node: &Node) -> Vec<NodeAddress> {
+    node.status.as_ref().and_then(|status| status.addresses.clone()).unwrap_or_default()
+}
+
+/// Whether two address lists hold the same addresses, in any order.
+fn same_addresses(a: &[NodeAddress], b: &[NodeAddress]) -> bool {
+    a.len() == b.len() && a.iter().all(|address| b.contains(address))
+}
+
+/// Whether the route is in the cluster's networks: its first or its last
+/// address is in one of them, as upstream's `isResponsibleForRoute`.
+fn in_cluster(net: &IpNet, cluster_cidrs: &[IpNet]) -> bool {
+    let (first, last) = (net.network(), net.broadcast());
+    cluster_cidrs.iter().any(|cluster| cluster.contains(&first) || cluster.contains(&last))
+}
+
 /// Compares the cloud's routes with the nodes' pod CIDRs.
 pub fn plan(routes: &[Route], nodes: &[Arc<Node>], cluster_cidrs: &[IpNet]) -> Plan {
-    let wanted: HashSet<(String, IpNet)> = nodes
-        .iter()
-        .flat_map(|node| {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            pod_cidrs(node).into_iter().filter_map(move |cidr| Some((name.clone(), normalize(&cidr)?)))
-        })
-        .collect();
-    let existing: HashSet<(String, IpNet)> = routes
-        .iter()
-        .filter(|route| !route.blackhole)
-        .filter_map(|route| Some((route.target_node.clone(), normalize(&route.destination_cidr)?)))
-        .collect();
-    let create = nodes
-        .iter()
-        .flat_map(|node| {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let uid = node.metadata.uid.clone().unwrap_or_default();
-            pod_cidrs(node).into_iter().map(move |cidr| (name.clone(), uid.clone(), cidr))
-        })
-        .filter(|(name, _, cidr)| normalize(cidr).is_some_and(|net| !existing.contains(&(name.clone(), net))))
-        .map(|(name, uid, cidr)| WantedRoute {
-            name_hint: uid,
-            route: Route { target_node: name, destination_cidr: cidr, ..Default::default() },
-        })
-        .collect();
+    let mut conditioned: BTreeSet<String> =
+        routes.iter().map(|route| route.target_node.clone()).filter(|node| !node.is_empty()).collect();
+    let mut create = Vec::new();
+    // What each node keeps: (node, CIDR) of routes it still wants as they are.
+    let mut kept: HashSet<(String, IpNet)> = HashSet::new();
+    for node in nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let cidrs = pod_cidrs(node);
+        if cidrs.is_empty() {
+            continue;
+        }
+        conditioned.insert(name.clone());
+        for cidr in cidrs {
+            let Some(net) = normalize(&cidr) else { continue };
+            let existing = routes.iter().find(|route| {
+                !route.blackhole && route.target_node == name && normalize(&route.destination_cidr) == Some(net)
+            });
+            let up_to_date = existing.is_some_and(|route| {
+                !route.enable_node_addresses || same_addresses(&route.target_node_addresses, &addresses(node))
+            });
+            if up_to_date {
+                kept.insert((name.clone(), net));
+                continue;
+            }
+            let route = Route {
+                target_node: name.clone(),
+                target_node_addresses: addresses(node),
+                destination_cidr: cidr,
+                ..Default::default()
+            };
+            create.push(WantedRoute { name_hint: node.metadata.uid.clone().unwrap_or_default(), route });
+        }
+    }
     let delete = routes
         .iter()
         .filter(|route| {
             let Some(net) = normalize(&route.destination_cidr) else {
+                tracing::warn!(route = %route.name, cidr = %route.destination_cidr, "ignoring a route with an unparsable CIDR");
                 return false;
             };
-            let in_cluster = cluster_cidrs.iter().any(|cluster| cluster.contains(&net));
-            in_cluster && (route.blackhole || !wanted.contains(&(route.target_node.clone(), net)))
+            in_cluster(&net, cluster_cidrs) && (route.blackhole || !kept.contains(&(route.target_node.clone(), net)))
         })
         .cloned()
         .collect();
-    Plan { create, delete }
+    Plan { create, delete, conditioned }
 }
 
 /// The route controller.
-pub struct RouteController {
-    api: Api<Node>,
-    provider: ProviderHandle,
-    nodes: NodeCache,
-    events: Events,
-    cluster_cidrs: Vec<IpNet>,
-    period: Duration,
+pub struct RouteController<C: Cloud> {
+    runner: Runner<ReconcileRoutes<C>>,
+    ctx: Context<C>,
 }
 
-impl RouteController {
-    /// A controller keeping routes for the nodes of `nodes` in `cluster_cidrs`.
-    pub fn new(
-        client: Client,
-        provider: ProviderHandle,
-        nodes: NodeCache,
-        events: Events,
-        settings: &crate::Settings,
-    ) -> Self {
-        RouteController {
-            api: Api::all(client),
-            provider,
-            nodes,
-            events,
-            cluster_cidrs: settings.cluster_cidrs.clone(),
-            period: settings.route_reconciliation_period,
-        }
+impl<C: Cloud> RouteController<C> {
+    /// A controller keeping routes for the nodes of `ctx`; must be made
+    /// inside a tokio runtime.
+    pub fn new(ctx: Context<C>) -> Self {
+        let runner = Runner::new(ReconcileRoutes::new(ctx.clone()), 1, ctx.metrics.clone());
+        RouteController { runner, ctx }
     }
 
-    /// Reconciles every period until `stop`.
-    pub async fn run(self, stop: CancellationToken) {
-        let mut ticks = tokio::time::interval(self.period);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                _ = ticks.tick() => {}
-            }
-            if let Err(err) = self.reconcile().await {
-                tracing::warn!("cannot reconcile routes: {err}");
-            }
-        }
-    }
-
-    /// One reconciliation.
+    /// Reconciles now and every period until `stop`.
     ///
     /// # Errors
-    /// When the provider cannot list its routes.
-    pub async fn reconcile(&self) -> Result<(), ProviderError> {
-        let routes = self.provider.list_routes().await?;
-        let nodes = self.nodes.all();
-        let plan = plan(&routes, &nodes, &self.cluster_cidrs);
-        let failed: Mutex<HashSet<String>> = Mutex::default();
-        futures::stream::iter(plan.delete)
+    /// When it stopped on its own.
+    pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
+        let queue = self.runner.queue();
+        let working = stop.child_token();
+        let due = every(self.ctx.settings.route_reconciliation_period, working.clone(), move || {
+            queue.add(All);
+        });
+        let (reconciled, ()) = tokio::join!(stopping_all_on_failure(self.runner.run(working.clone()), &working), due);
+        reconciled
+    }
+}
+
+/// One reconciliation of every route.
+struct ReconcileRoutes<C> {
+    ctx: Context<C>,
+    api: Api<Node>,
+}
+
+impl<C: Cloud> Reconcile for ReconcileRoutes<C> {
+    type Key = All;
+
+    const NAME: &'static str = "route";
+    const QUEUE: &'static str = "route";
+    const RETRY: Retry = Retry::NextTrigger;
+
+    async fn reconcile(&self, _: &All) -> Result<(), Error> {
+        let routes = self.ctx.cloud.list_routes().await.map_err(Error::cloud("error listing routes"))?;
+        let nodes = self.ctx.nodes.all();
+        let plan = plan(&routes, &nodes, &self.ctx.settings.cluster_cidrs);
+        self.delete(plan.delete).await;
+        let failed = self.create(plan.create, &nodes).await;
+        let by_name: HashMap<&str, &Arc<Node>> =
+            nodes.iter().map(|node| (node.metadata.name.as_deref().unwrap_or_default(), node)).collect();
+        let conditioned: Vec<(&Arc<Node>, bool)> = plan
+            .conditioned
+            .iter()
+            .filter_map(|name| {
+                let node = by_name.get(name.as_str())?;
+                Some((*node, !pod_cidrs(node).is_empty() && !failed.contains(name)))
+            })
+            .collect();
+        futures::stream::iter(conditioned)
+            .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |(node, created)| self.set_network_condition(node, created))
+            .await;
+        Ok(())
+    }
+}
+
+impl<C: Cloud> ReconcileRoutes<C> {
+    fn new(ctx: Context<C>) -> Self {
+        let api = Api::all(ctx.client.clone());
+        ReconcileRoutes { ctx, api }
+    }
+
+    async fn delete(&self, routes: Vec<Route>) {
+        futures::stream::iter(routes)
             .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |route| {
                 let span = tracing::info_span!("delete-route", route = %route.name);
                 async move {
-                    match self.provider.delete_route(&route).await {
+                    match self.ctx.cloud.delete_route(&route).await {
                         Ok(()) => tracing::info!(cidr = %route.destination_cidr, "deleted a route"),
-                        Err(err) => tracing::warn!("cannot delete the route: {err}"),
+                        Err(err) => tracing::warn!(cidr = %route.destination_cidr, "could not delete the route: {err}"),
                     }
                 }
                 .instrument(span)
             })
             .await;
-        futures::stream::iter(plan.create)
-            .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |wanted| {
-                let failed = &failed;
-                let span = tracing::info_span!("create-route", node = %wanted.route.target_node);
-                async move {
-                    let node = &wanted.route.target_node;
-                    match self.provider.create_route(&wanted.name_hint, &wanted.route).await {
-                        Ok(()) => {
-                            tracing::info!(node = %node, cidr = %wanted.route.destination_cidr, "created a route")
-                        }
-                        Err(err) => {
-                            tracing::warn!(node = %node, "cannot create a route: {err}");
-                            if let Some(node) =
-                                self.nodes.all().into_iter().find(|n| n.metadata.name.as_ref() == Some(node))
-                            {
-                                self.events.warning(
-                                    node.object_ref(&()),
-                                    "FailedToCreateRoute",
-                                    format!(
-                                        "Could not create route {} for node {}: {err}",
-                                        wanted.route.destination_cidr,
-                                        node.metadata.name.as_deref().unwrap_or_default()
-                                    ),
-                                );
-                            }
-                            failed.lock().await.insert(node.clone());
-                        }
-                    }
-                }
-                .instrument(span)
-            })
-            .await;
-        let failed = failed.into_inner();
-        for node in nodes.iter().filter(|node| !pod_cidrs(node).is_empty()) {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            self.set_network_condition(node, !failed.contains(&name)).await;
-        }
-        Ok(())
     }
 
-    /// Sets `NetworkUnavailable` when it says something else.
+    /// Creates the routes; returns the nodes one of whose routes failed.
+    async fn create(&self, routes: Vec<WantedRoute>, nodes: &[Arc<Node>]) -> HashSet<String> {
+        let failed = Mutex::new(HashSet::new());
+        futures::stream::iter(routes)
+            .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |wanted| {
+                let failed = &failed;
+                let node = wanted.route.target_node.clone();
+                let span = tracing::info_span!("create-route", node = %node);
+                async move {
+                    let started = Instant::now();
+                    let WantedRoute { name_hint, route } = wanted;
+                    let Err(err) = self.ctx.cloud.create_route(&name_hint, &route).await else {
+                        tracing::info!(cidr = %route.destination_cidr, "created a route");
+                        return;
+                    };
+                    let note = format!(
+                        "Could not create route {name_hint} {} for node {node} after {:?}: {err}",
+                        route.destination_cidr,
+                        started.elapsed()
+                    );
+                    tracing::warn!("{note}");
+                    if let Some(found) = nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.as_str())) {
+                        self.ctx.events.warning(found.object_ref(&()), "FailedToCreateRoute", note);
+                    }
+                    failed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(node);
+                }
+                .instrument(span)
+            })
+            .await;
+        failed.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sets `NetworkUnavailable` unless its status already says so: a CNI's
+    /// own reason (`CalicoIsUp`) is kept, as upstream.
     async fn set_network_condition(&self, node: &Node, routes_created: bool) {
         let (status, reason, message) = if routes_created {
             ("False", "RouteCreated", "RouteController created a route")
@@ -215,7 +260,7 @@ impl RouteController {
             .as_ref()
             .and_then(|status| status.conditions.as_ref())
             .and_then(|conditions| conditions.iter().find(|condition| condition.type_ == "NetworkUnavailable"));
-        if current.is_some_and(|current| current.status == status && current.reason.as_deref() == Some(reason)) {
+        if current.is_some_and(|current| current.status == status) {
             return;
         }
         let now = Timestamp::now().to_string();
@@ -238,8 +283,10 @@ impl RouteController {
 mod tests {
     use k8s_openapi::api::core::v1::NodeSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use wasm_ccm_host::ProviderError;
 
     use super::*;
+    use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
 
     fn node(name: &str, cidrs: &[&str]) -> Arc<Node> {
         Arc::new(Node {
@@ -285,6 +332,8 @@ mod tests {
         assert_eq!(created, [("uid-a", "a", "fd00:10:244:1::/64"), ("uid-b", "b", "10.244.2.0/24")]);
         let deleted: Vec<&str> = plan.delete.iter().map(|route| route.name.as_str()).collect();
         assert_eq!(deleted, ["r-b-old", "r-hole", "r-b-hole"], "never touches routes outside the cluster CIDR");
+        let conditioned: Vec<&str> = plan.conditioned.iter().map(String::as_str).collect();
+        assert_eq!(conditioned, ["a", "b", "gone", "x"], "nodes with pod CIDRs or routes, not c");
     }
 
     #[test]
@@ -292,6 +341,97 @@ mod tests {
         let cluster = ["10.244.0.0/16".parse().unwrap()];
         let nodes = [node("a", &["10.244.1.0/24"])];
         let routes = [route("r-a", "a", "10.244.1.0/24", false)];
-        assert_eq!(plan(&routes, &nodes, &cluster), Plan::default());
+        let plan = plan(&routes, &nodes, &cluster);
+        assert!(plan.create.is_empty() && plan.delete.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn a_route_straddling_the_cluster_network_is_the_cluster_s() {
+        let cluster = ["10.244.0.0/16".parse().unwrap()];
+        // 10.244.0.0/15's first address is in the cluster network, its last is not.
+        let routes = [route("wide", "gone", "10.244.0.0/15", false), route("below", "gone", "10.243.0.0/16", false)];
+        let deleted: Vec<String> = plan(&routes, &[], &cluster).delete.into_iter().map(|route| route.name).collect();
+        assert_eq!(deleted, ["wide"]);
+    }
+
+    fn condition(node: &Node) -> Option<(String, String)> {
+        let conditions = node.status.as_ref()?.conditions.as_ref()?;
+        let condition = conditions.iter().find(|condition| condition.type_ == "NetworkUnavailable")?;
+        Some((condition.status.clone(), condition.reason.clone()?))
+    }
+
+    async fn reconcile(env: &TestEnv) {
+        ReconcileRoutes::new(env.context()).reconcile(&All).await.unwrap();
+    }
+
+    async fn env() -> TestEnv {
+        let mut env = TestEnv::new(TestCloud::default()).await;
+        env.settings.cluster_cidrs = vec!["10.244.0.0/16".parse().unwrap()];
+        env
+    }
+
+    #[tokio::test]
+    async fn routes_are_made_and_the_nodes_told() {
+        let mut env = env().await;
+        env.add_node(Node::test("a").with_pod_cidrs(&["10.244.1.0/24"])).await;
+        env.add_node(Node::test("b")).await;
+        reconcile(&env).await;
+        let routes: Vec<(String, String)> =
+            env.cloud.routes().into_iter().map(|route| (route.target_node, route.destination_cidr)).collect();
+        assert_eq!(routes, [("a".to_owned(), "10.244.1.0/24".to_owned())]);
+        assert_eq!(condition(&env.node("a").await), Some(("False".to_owned(), "RouteCreated".to_owned())));
+        assert_eq!(condition(&env.node("b").await), None, "no pod CIDR and no route: left alone");
+    }
+
+    #[tokio::test]
+    async fn a_cni_s_own_condition_is_kept() {
+        let mut env = env().await;
+        let node = Node::test("a").with_pod_cidrs(&["10.244.1.0/24"]).with_condition(
+            "NetworkUnavailable",
+            "False",
+            "CalicoIsUp",
+        );
+        env.add_node(node).await;
+        reconcile(&env).await;
+        assert_eq!(condition(&env.node("a").await), Some(("False".to_owned(), "CalicoIsUp".to_owned())));
+    }
+
+    #[tokio::test]
+    async fn a_route_that_cannot_be_made_leaves_the_network_unavailable() {
+        let mut env = env().await;
+        env.cloud.fail("create-route", ProviderError::Cloud("route table full".into()));
+        env.add_node(Node::test("a").with_pod_cidrs(&["10.244.1.0/24"])).await;
+        reconcile(&env).await;
+        assert_eq!(condition(&env.node("a").await), Some(("True".to_owned(), "NoRouteCreated".to_owned())));
+        let (_, reason, name, note) = env.events().pop().unwrap();
+        assert_eq!((reason.as_str(), name.as_str()), ("FailedToCreateRoute", "a"));
+        assert!(note.contains("route table full"), "{note}");
+    }
+
+    #[tokio::test]
+    async fn a_node_without_pod_cidrs_but_a_route_loses_it_and_its_network() {
+        let mut env = env().await;
+        env.cloud.add_route(route("old", "a", "10.244.1.0/24", false));
+        env.add_node(Node::test("a")).await;
+        reconcile(&env).await;
+        assert!(env.cloud.routes().is_empty());
+        assert_eq!(condition(&env.node("a").await), Some(("True".to_owned(), "NoRouteCreated".to_owned())));
+    }
+
+    #[test]
+    fn routes_whose_node_addresses_changed_are_made_again() {
+        let cluster = ["10.244.0.0/16".parse().unwrap()];
+        let mut moved = Node::clone(&node("a", &["10.244.1.0/24"]));
+        moved.status = Some(k8s_openapi::api::core::v1::NodeStatus {
+            addresses: Some(vec![NodeAddress { type_: "InternalIP".into(), address: "10.0.0.2".into() }]),
+            ..Default::default()
+        });
+        let mut existing = route("r-a", "a", "10.244.1.0/24", false);
+        existing.enable_node_addresses = true;
+        existing.target_node_addresses = vec![NodeAddress { type_: "InternalIP".into(), address: "10.0.0.1".into() }];
+        let plan = plan(&[existing], &[Arc::new(moved)], &cluster);
+        assert_eq!(plan.delete.len(), 1, "the old route goes");
+        assert_eq!(plan.create.len(), 1, "and is made again");
+        assert_eq!(plan.create[0].route.target_node_addresses[0].address, "10.0.0.2");
     }
 }

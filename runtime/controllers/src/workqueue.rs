@@ -48,7 +48,6 @@ struct State<K> {
 struct Shared<K> {
     state: Mutex<State<K>>,
     ready: Notify,
-    backoff: Backoff,
     metrics: QueueMetrics,
 }
 
@@ -71,9 +70,9 @@ impl<K> Clone for WorkQueue<K> {
 }
 
 impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
-    /// A queue with `backoff` for failed keys; must be created inside a
-    /// tokio runtime, where it runs its delay timer.
-    pub fn new(backoff: Backoff, metrics: QueueMetrics) -> Self {
+    /// A queue; must be created inside a tokio runtime, where it runs its
+    /// delay timer.
+    pub fn new(metrics: QueueMetrics) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -84,7 +83,6 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 shut_down: false,
             }),
             ready: Notify::new(),
-            backoff,
             metrics,
         });
         let (delayed, pending) = mpsc::unbounded_channel();
@@ -120,13 +118,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         let _ = self.delayed.send((Instant::now() + delay, key));
     }
 
-    /// Queues `key` after its backoff and counts one more failure; returns
-    /// the delay.
-    pub fn add_rate_limited(&self, key: K) -> Duration {
+    /// Queues `key` after its `backoff` and counts one more failure;
+    /// returns the delay.
+    pub fn add_rate_limited(&self, key: K, backoff: &Backoff) -> Duration {
         let delay = {
             let mut state = self.shared.lock();
             let failures = state.failures.entry(key.clone()).or_insert(0);
-            let delay = self.shared.backoff.delay(*failures);
+            let delay = backoff.delay(*failures);
             *failures = failures.saturating_add(1);
             delay
         };
@@ -250,7 +248,7 @@ mod tests {
     use crate::metrics::Metrics;
 
     fn queue() -> WorkQueue<&'static str> {
-        WorkQueue::new(Backoff::SERVICE, Metrics::default().queue("test"))
+        WorkQueue::new(Metrics::default().queue("test"))
     }
 
     #[test]
@@ -289,8 +287,8 @@ mod tests {
     async fn delayed_and_rate_limited_keys_come_back_in_time() {
         let queue = queue();
         queue.add_after("later", Duration::from_secs(30));
-        assert_eq!(queue.add_rate_limited("failing"), Duration::from_secs(5));
-        assert_eq!(queue.add_rate_limited("failing"), Duration::from_secs(10));
+        assert_eq!(queue.add_rate_limited("failing", &Backoff::SERVICE), Duration::from_secs(5));
+        assert_eq!(queue.add_rate_limited("failing", &Backoff::SERVICE), Duration::from_secs(10));
         assert_eq!(queue.failures(&"failing"), 2);
         let started = Instant::now();
         assert_eq!(queue.next().await, Some("failing"));
@@ -298,7 +296,7 @@ mod tests {
         assert_eq!(queue.next().await, Some("later"));
         assert_eq!(started.elapsed().as_secs(), 30);
         queue.forget(&"failing");
-        assert_eq!(queue.add_rate_limited("failing"), Duration::from_secs(5));
+        assert_eq!(queue.add_rate_limited("failing", &Backoff::SERVICE), Duration::from_secs(5));
     }
 
     #[tokio::test]

@@ -1,27 +1,157 @@
-//! The controllers at scale: 1000 LoadBalancer Services on 100 nodes, served
-//! by the `wasm-ccm` binary (run as a child process, at default settings)
-//! against the API server harness with the fake provider; once with no
-//! provider latency and once with 50 ms per ensure. Then a node sync storm:
-//! 10 nodes added while the 1000 Services exist.
+//! The controllers side by side with upstream's, on a real kube-apiserver:
+//! upstream's Go cloud-controller-manager with its in-memory fake provider
+//! (`upstream-ccm-fake`), at its defaults and tuned (20 Service syncs, 1000
+//! requests per second with bursts of 2000), and the `wasm-ccm` binary at
+//! its defaults with the fake provider's stateless load balancers (no cloud
+//! round trip, as upstream's fake). Each run gets a fresh control plane
+//! (etcd and kube-apiserver on the same cores) with 100 Ready nodes.
 //!
-//! Needs `target/release/wasm-ccm` (`cargo build --release -p wasm-ccm`).
+//! Scenarios: 1000 LoadBalancer Services existing before the controller
+//! starts (the clock starts when it is spawned), then a storm of 10 nodes
+//! added at once (until the controller's log says every load balancer has
+//! them);
+//! 1000 Services created while the controller runs (the clock starts at the
+//! first creation, once a first Service proved the controller ready); and
+//! for wasm-ccm, the first scenario with 50 ms per provider call, which
+//! upstream's fake cannot inject.
+//!
+//! Reported per run: the time until every Service has an ingress, Services
+//! per second, the controller's CPU seconds and peak RSS (from `/proc`),
+//! and its API requests per Service (from the API server's audit log).
+//!
+//! Needs `target/release/wasm-ccm` (`cargo build --release -p wasm-ccm`),
+//! the fake provider (`providers/build.sh`), etcd and kube-apiserver
+//! (`KUBEBUILDER_ASSETS` or `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`),
+//! and `upstream-ccm-fake` (`UPSTREAM_CCM`, else beside kube-apiserver).
+//! `BENCH_SKIP_UPSTREAM_DEFAULTS=1` leaves out upstream at its defaults,
+//! which takes minutes per scenario.
 
-use std::process::Child;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
-use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_bench::services::{create_all, service, wait_for_ingress};
-use wasm_ccm_bench::{peak_memory_kib, wasm_ccm_run};
-use wasm_ccm_fake_cloud::FakeCloud;
+use wasm_ccm_bench::services::{create_all, service};
+use wasm_ccm_bench::{cpu_time, peak_memory_kib, release_binary};
+use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_tests::repository;
 
 const SERVICES: usize = 1000;
 const NODES: usize = 100;
 const STORM: usize = 10;
-const TIMEOUT: Duration = Duration::from_secs(300);
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Who runs the controllers.
+#[derive(Debug, Clone)]
+enum Contender {
+    /// Upstream at its defaults: one Service sync at a time, 20 requests
+    /// per second.
+    UpstreamDefaults,
+    /// Upstream as a careful operator tunes it.
+    UpstreamTuned,
+    /// wasm-ccm at its defaults, the fake provider injecting `faults`.
+    WasmCcm { faults: Value },
+}
+
+impl Contender {
+    fn label(&self) -> String {
+        match self {
+            Contender::UpstreamDefaults => "upstream, defaults".to_owned(),
+            Contender::UpstreamTuned => "upstream, 20 syncs, QPS 1000/2000".to_owned(),
+            Contender::WasmCcm { faults } if faults.as_object().is_none_or(|faults| faults.is_empty()) => {
+                "wasm-ccm, defaults".to_owned()
+            }
+            Contender::WasmCcm { .. } => "wasm-ccm, defaults, 50 ms per call".to_owned(),
+        }
+    }
+
+    fn identity(&self) -> Identity {
+        match self {
+            Contender::WasmCcm { .. } => Identity::CloudControllerManager,
+            _ => Identity::UpstreamControllerManager,
+        }
+    }
+
+    /// Starts the controller manager against `plane`, its files and log in
+    /// `dir`.
+    fn spawn(&self, plane: &ControlPlane, dir: &Path) -> anyhow::Result<Child> {
+        let kubeconfig = dir.join("kubeconfig");
+        plane.write_kubeconfig(self.identity(), &kubeconfig)?;
+        let log = std::fs::File::create(dir.join("controller.log"))?;
+        let mut command = match self {
+            Contender::WasmCcm { faults } => {
+                let config = dir.join("fake.json");
+                let fake =
+                    json!({"statelessLoadBalancers": true, "loadBalancerPool": ["10.128.0.0/16"], "faults": faults});
+                std::fs::write(&config, fake.to_string())?;
+                let mut command = Command::new(release_binary()?);
+                command
+                    .args(["run", "--secure-port", "0", "--kubeconfig"])
+                    .arg(&kubeconfig)
+                    .arg("--provider")
+                    .arg(repository().join("target/wasm/provider_fake.wasm"))
+                    .arg("--cloud-config")
+                    .arg(&config);
+                command
+            }
+            upstream => {
+                let mut command = Command::new(upstream_binary()?);
+                command.arg(format!("--kubeconfig={}", kubeconfig.display())).args([
+                    "--cloud-provider=fake",
+                    "--leader-elect=false",
+                    "--secure-port=0",
+                    "--allocate-node-cidrs=false",
+                    "--configure-cloud-routes=false",
+                    "--controllers=*,-route",
+                ]);
+                if matches!(upstream, Contender::UpstreamTuned) {
+                    command.args(["--concurrent-service-syncs=20", "--kube-api-qps=1000", "--kube-api-burst=2000"]);
+                }
+                command
+            }
+        };
+        command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+        Ok(command.spawn()?)
+    }
+}
+
+/// `upstream-ccm-fake`: `UPSTREAM_CCM`, else beside kube-apiserver.
+fn upstream_binary() -> anyhow::Result<PathBuf> {
+    let path = match std::env::var_os("UPSTREAM_CCM") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let assets = Assets::find_or_skip("the controllers benchmark")?
+                .ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
+            assets.kube_apiserver.with_file_name("upstream-ccm-fake")
+        }
+    };
+    anyhow::ensure!(path.exists(), "{} is missing; set UPSTREAM_CCM", path.display());
+    Ok(path)
+}
+
+/// When the Services are created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    /// All before the controller starts.
+    Existing,
+    /// While it runs.
+    Arriving,
+}
+
+/// What one run measured.
+struct Run {
+    time: Duration,
+    cpu: f64,
+    peak_kib: u64,
+    requests: u64,
+    breakdown: String,
+    storm: Option<Duration>,
+}
 
 fn node(index: usize) -> Node {
     let name = format!("node-{index:03}");
@@ -36,101 +166,187 @@ fn node(index: usize) -> Node {
     .expect("a node")
 }
 
-struct Run {
-    ready_after: Duration,
-    requests: u64,
-    breakdown: String,
-    storm: Duration,
-    peak_kib: u64,
+/// Counts the Services that have an ingress, from one watch.
+struct Ingresses {
+    seen: HashSet<String>,
+    stream: futures::stream::BoxStream<'static, Result<Service, watcher::Error>>,
 }
 
-async fn run(faults: Value) -> anyhow::Result<Run> {
-    let api = ApiServer::start().await?;
-    let cloud = FakeCloud::start().await?;
-    let client = api.client().await;
-    create_all(&Api::<Node>::all(client.clone()), (0..NODES).map(node).collect()).await?;
-    create_all(&Api::<Service>::namespaced(client.clone(), "default"), (0..SERVICES).map(service).collect()).await?;
+impl Ingresses {
+    fn watch(client: &kube::Client) -> Self {
+        let api: Api<Service> = Api::namespaced(client.clone(), "default");
+        let stream = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();
+        Ingresses { seen: HashSet::new(), stream }
+    }
 
-    let dir = std::env::temp_dir().join(format!("wasm-ccm-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let kubeconfig = dir.join("kubeconfig");
-    api.write_kubeconfig(&kubeconfig)?;
-    let config = dir.join("fake.json");
-    std::fs::write(
-        &config,
-        json!({"cloud": cloud.url(), "loadBalancerPool": ["10.128.0.0/16"], "faults": faults}).to_string(),
-    )?;
-    let mut command = wasm_ccm_run(&kubeconfig)?;
-    command
-        .arg("--provider")
-        .arg(repository().join("target/wasm/provider_fake.wasm"))
-        .arg("--cloud-config")
-        .arg(&config)
-        .args(["--provider-allow", &cloud.url()]);
+    /// Waits until `count` Services have an ingress, or `child` exits, or
+    /// `deadline` passes.
+    async fn wait(&mut self, count: usize, child: &mut Child, deadline: Instant) -> anyhow::Result<()> {
+        while self.seen.len() < count {
+            anyhow::ensure!(child.try_wait()?.is_none(), "the controller manager exited");
+            let left = deadline.saturating_duration_since(Instant::now());
+            anyhow::ensure!(!left.is_zero(), "only {} Services have an ingress", self.seen.len());
+            let next = tokio::time::timeout(left.min(Duration::from_secs(1)), self.stream.next()).await;
+            if let Ok(Some(service)) = next {
+                let service = service?;
+                let ingress = service.status.and_then(|status| status.load_balancer).and_then(|lb| lb.ingress);
+                if ingress.is_some_and(|ingress| !ingress.is_empty()) {
+                    self.seen.insert(service.metadata.name.unwrap_or_default());
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
-    api.reset_requests();
-    let started = Instant::now();
-    let mut child = command.spawn()?;
-    let result = measure(&api, &cloud, &client, started, &mut child).await;
+/// Whether the controller has updated every load balancer to the storm's
+/// nodes, from its log: wasm-ccm logs each node sync with the nodes it
+/// targeted and its failures; upstream logs each `UpdatedLoadBalancer`
+/// event (its broadcaster drops events its rate-limited client cannot
+/// write in time, so the API has fewer).
+fn storm_converged(contender: &Contender, log: &Path) -> anyhow::Result<bool> {
+    let log = std::fs::read_to_string(log)?;
+    Ok(match contender {
+        Contender::WasmCcm { .. } => log.lines().any(|line| {
+            line.contains("synced load balancer nodes")
+                && line.contains(&format!("nodes={}", NODES + STORM))
+                && line.contains("failed=0")
+        }),
+        _ => {
+            let updated: HashSet<&str> = log
+                .lines()
+                .filter(|line| line.contains(r#"reason="UpdatedLoadBalancer""#))
+                .filter_map(|line| line.split_once(r#"object=""#)?.1.split('"').next())
+                .collect();
+            updated.len() >= SERVICES
+        }
+    })
+}
+
+async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyhow::Result<Run> {
+    let plane = ControlPlane::start(assets, Options { audit: true }).await?;
+    let admin = plane.client(Identity::Admin).await?;
+    let services: Api<Service> = Api::namespaced(admin.clone(), "default");
+    create_all(&Api::<Node>::all(admin.clone()), (0..NODES).map(node).collect()).await?;
+    if scenario == Scenario::Existing {
+        create_all(&services, (0..SERVICES).map(service).collect()).await?;
+    }
+    let dir = tempfile::Builder::new().prefix("wasm-ccm-bench-").tempdir()?;
+    let mut ingresses = Ingresses::watch(&admin);
+    let spawned = Instant::now();
+    let mut child = contender.spawn(&plane, dir.path())?;
+    let result = async {
+        // The clock and the CPU count start with the Services' work: the
+        // existing Services' include the controller's start.
+        let (started, cpu_before) = match scenario {
+            Scenario::Existing => (spawned, Duration::ZERO),
+            Scenario::Arriving => {
+                // One Service first: the clock starts once the controller
+                // manager serves.
+                create_all(&services, vec![service(SERVICES)]).await?;
+                ingresses.wait(1, &mut child, spawned + TIMEOUT).await?;
+                let started = (Instant::now(), cpu_time(&child.id().to_string()));
+                create_all(&services, (0..SERVICES).map(service).collect()).await?;
+                started
+            }
+        };
+        let count = match scenario {
+            Scenario::Existing => SERVICES,
+            Scenario::Arriving => SERVICES + 1,
+        };
+        ingresses.wait(count, &mut child, started + TIMEOUT).await?;
+        let time = started.elapsed();
+        let cpu = (cpu_time(&child.id().to_string()) - cpu_before).as_secs_f64();
+        let requests = plane.audited_requests()?.of(contender.identity());
+        let storm = match scenario {
+            Scenario::Existing => Some(storm(contender, &admin, &mut child, &dir.path().join("controller.log")).await?),
+            Scenario::Arriving => None,
+        };
+        anyhow::Ok(Run {
+            time,
+            cpu,
+            peak_kib: peak_memory_kib(child.id()),
+            requests: requests.total(),
+            breakdown: requests.to_string(),
+            storm,
+        })
+    }
+    .await;
     let _ = child.kill();
     let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&dir);
+    if result.is_err() {
+        let log = std::fs::read_to_string(dir.path().join("controller.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        eprintln!("{}: the end of the controller's log:\n{}", contender.label(), tail.join("\n"));
+    }
     result
 }
 
-async fn measure(
-    api: &ApiServer,
-    cloud: &FakeCloud,
-    client: &kube::Client,
-    started: Instant,
-    child: &mut Child,
-) -> anyhow::Result<Run> {
-    let ready_after = wait_for_ingress(api, SERVICES, started, TIMEOUT, child).await?;
-    let counts = api.requests();
-    let (requests, breakdown) = (counts.total(), counts.to_string());
-
-    let storm_started = Instant::now();
-    create_all(&Api::<Node>::all(client.clone()), (NODES..NODES + STORM).map(node).collect()).await?;
-    loop {
-        let balancers = cloud.objects("load-balancers");
-        let updated = balancers
-            .iter()
-            .filter(|balancer| balancer.value["nodes"].as_array().is_some_and(|nodes| nodes.len() == NODES + STORM))
-            .count();
-        if updated == SERVICES {
-            break;
-        }
-        anyhow::ensure!(storm_started.elapsed() < TIMEOUT, "only {updated} load balancers have the new nodes");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+/// Adds the storm's nodes, and says how long until every Service's load
+/// balancer was updated.
+async fn storm(contender: &Contender, admin: &kube::Client, child: &mut Child, log: &Path) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    create_all(&Api::<Node>::all(admin.clone()), (NODES..NODES + STORM).map(node).collect()).await?;
+    while !storm_converged(contender, log)? {
+        anyhow::ensure!(child.try_wait()?.is_none(), "the controller manager exited");
+        anyhow::ensure!(started.elapsed() < TIMEOUT, "the load balancers were not all updated");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let storm = storm_started.elapsed();
-    Ok(Run { ready_after, requests, breakdown, storm, peak_kib: peak_memory_kib(child.id()) })
+    Ok(started.elapsed())
 }
 
-fn report(label: &str, run: &Run) {
+fn row(contender: &Contender, run: &Run, services: usize) {
+    let storm = run.storm.map_or_else(|| "".to_owned(), |storm| format!("{:.2} s", storm.as_secs_f64()));
     println!(
-        "| {label} | {:.2} s | {:.0} | {} | {:.2} s | {} MiB |",
-        run.ready_after.as_secs_f64(),
-        SERVICES as f64 / run.ready_after.as_secs_f64(),
-        run.requests,
-        run.storm.as_secs_f64(),
+        "| {} | {:.2} s | {:.0} | {:.2} s | {:.1} ms | {} MiB | {:.2} | {storm} |",
+        contender.label(),
+        run.time.as_secs_f64(),
+        services as f64 / run.time.as_secs_f64(),
+        run.cpu,
+        run.cpu * 1000.0 / services as f64,
         run.peak_kib / 1024,
+        run.requests as f64 / services as f64,
     );
 }
 
 fn main() -> anyhow::Result<()> {
+    let assets = Assets::find_or_skip("the controllers benchmark")?
+        .ok_or_else(|| anyhow::anyhow!("set KUBEBUILDER_ASSETS or TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD"))?;
+    let skip_defaults = std::env::var_os("BENCH_SKIP_UPSTREAM_DEFAULTS").is_some_and(|value| value != "0");
+    let mut contenders = vec![Contender::UpstreamTuned, Contender::WasmCcm { faults: json!({}) }];
+    if !skip_defaults {
+        contenders.insert(0, Contender::UpstreamDefaults);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
-        let fast = run(json!({})).await?;
-        let slow = run(json!({"load-balancer.ensure": {"latencyMs": 50}})).await?;
-        println!("## {SERVICES} LoadBalancer Services on {NODES} nodes, default settings\n");
-        println!(
-            "| provider | all ingress after | services/s | API requests | {STORM}-node storm converged | peak RSS |"
-        );
-        println!("|---|---|---|---|---|---|");
-        report("no latency", &fast);
-        report("50 ms per ensure", &slow);
-        println!("\nAPI requests until all had an ingress, no latency:\n\n```\n{}```", fast.breakdown);
+        for scenario in [Scenario::Existing, Scenario::Arriving] {
+            let mut runs = Vec::new();
+            let mut contenders = contenders.clone();
+            if scenario == Scenario::Existing {
+                contenders.push(Contender::WasmCcm { faults: json!({"load-balancer.ensure": {"latencyMs": 50}}) });
+            }
+            for contender in contenders {
+                let run = run(&assets, &contender, scenario).await?;
+                runs.push((contender, run));
+            }
+            match scenario {
+                Scenario::Existing => println!(
+                    "## {SERVICES} Services and {NODES} nodes existing before the start, then {STORM} nodes added\n"
+                ),
+                Scenario::Arriving => println!("## {SERVICES} Services created while the controller runs\n"),
+            }
+            println!(
+                "| controller | all ingress after | services/s | CPU | CPU per Service | peak RSS | API requests per Service | {STORM}-node storm |"
+            );
+            println!("|---|---|---|---|---|---|---|---|");
+            for (contender, run) in &runs {
+                row(contender, run, SERVICES);
+            }
+            println!();
+            for (contender, run) in &runs {
+                println!("{}, API requests:\n\n```\n{}```\n", contender.label(), run.breakdown);
+            }
+        }
         anyhow::Ok(())
     })
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wasm_ccm_bench::Samples;
+use wasm_ccm_bench::{Samples, cpu_time};
 use wasm_ccm_distribution::{SigningKey, Verification, sign_bytes, verify_bytes};
 use wasm_ccm_host::engine::OptLevel;
 use wasm_ccm_host::{CacheOutcome, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
@@ -71,24 +71,13 @@ async fn reload(engine: &Engine, handle: &ProviderHandle, candidate: &Candidate)
     let started = Instant::now();
     verify_bytes(&candidate.wasm, Some(candidate.signature.as_bytes()), &candidate.verification)?;
     let verified = Instant::now();
-    let cpu = cpu_time();
+    let cpu = cpu_time("self");
     let provider = LoadedProvider::load(engine, candidate.spec()).await?;
-    let load_cpu = cpu_time().saturating_sub(cpu);
+    let load_cpu = cpu_time("self").saturating_sub(cpu);
     let loaded = Instant::now();
     let outcome = provider.cache_outcome();
     drop(handle.swap(provider));
     Ok(Steps { verify: verified - started, load: loaded - verified, load_cpu, swap: loaded.elapsed(), outcome })
-}
-
-/// The user and system CPU time of this process so far, from
-/// `/proc/self/stat` (in clock ticks of 10 ms, Linux's `USER_HZ`): unlike
-/// wall time, it does not grow when other processes take the cores.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which is in parentheses.
-    let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
-    Duration::from_millis(ticks * 10)
 }
 
 /// Medians of each step over `count` reloads.

@@ -42,6 +42,18 @@ pub fn resident_bytes() -> u64 {
     pages * 4096
 }
 
+/// The user and system CPU time of `process` (a PID, or `self`) so far,
+/// from `/proc/<process>/stat` (in clock ticks of 10 ms, Linux's
+/// `USER_HZ`): unlike wall time, it does not grow when other processes take
+/// the cores.
+pub fn cpu_time(process: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
+    Duration::from_millis(ticks * 10)
+}
+
 /// The peak resident memory of process `pid`, in KiB, from `/proc`.
 pub fn peak_memory_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

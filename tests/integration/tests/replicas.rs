@@ -61,7 +61,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
     for line in [
         "leader_election_master_status{name=\"cloud-controller-manager\"} 1",
         "running_managed_controllers{name=\"service\",manager=\"wasm-ccm\"} 1",
-        "service_controller_loadbalancer_sync_total 1",
+        "service_controller_loadbalancer_sync_total 0",
         "provider_call_duration_seconds_count{provider=\"provider_fake\",function=\"load-balancer.ensure\",outcome=\"ok\"} 1",
         "provider_http_requests_total{provider=\"provider_fake\",host=\"127.0.0.1:",
         "workqueue_depth{name=\"service\"} 0",

@@ -79,6 +79,19 @@ pub fn node_addresses(
     Ok(unique)
 }
 
+/// Whether two address lists differ as sets: the same addresses in another
+/// order are no change, as upstream's `nodeAddressesChangeDetected` sees it
+/// (which compares one address per type).
+pub fn changed(current: &[NodeAddress], desired: &[NodeAddress]) -> bool {
+    fn sorted(addresses: &[NodeAddress]) -> Vec<(&str, &str)> {
+        let mut pairs: Vec<(&str, &str)> =
+            addresses.iter().map(|address| (address.type_.as_str(), address.address.as_str())).collect();
+        pairs.sort_unstable();
+        pairs
+    }
+    sorted(current) != sorted(desired)
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -153,6 +166,18 @@ mod tests {
         let cloud = [address("InternalIP", "10.0.0.1")];
         let provided = ["10.0.0.9".parse().unwrap()];
         assert_eq!(node_addresses(&cloud, &provided, &[]), Err(AddressError::NoMatch(provided[0])));
+    }
+
+    #[test]
+    fn the_order_of_addresses_is_no_change() {
+        let a = [address("InternalIP", "10.0.0.1"), address("InternalIP", "fd00::1"), address("Hostname", "n")];
+        let reordered = [address("Hostname", "n"), address("InternalIP", "fd00::1"), address("InternalIP", "10.0.0.1")];
+        assert!(!changed(&a, &reordered));
+        assert!(changed(&a, &a[..2]));
+        assert!(changed(
+            &a,
+            &[address("InternalIP", "10.0.0.2"), address("InternalIP", "fd00::1"), address("Hostname", "n")]
+        ));
     }
 
     #[test]

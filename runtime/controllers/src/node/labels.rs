@@ -1,6 +1,7 @@
 //! The labels a node gets from its cloud: instance type, zone and region
 //! (GA and beta), and the provider's additional labels outside the
-//! `kubernetes.io` and `k8s.io` domains.
+//! `kubernetes.io` and `k8s.io` domains; and the GA labels a beta one
+//! disagrees with, as upstream reconciles them.
 
 use std::collections::BTreeMap;
 
@@ -27,8 +28,12 @@ fn reserved(key: &str) -> bool {
     ["kubernetes.io", "k8s.io"].iter().any(|reserved| domain == *reserved || domain.ends_with(&format!(".{reserved}")))
 }
 
-/// The labels `metadata` gives a node.
-pub fn cloud_labels(metadata: &InstanceMetadata) -> BTreeMap<String, String> {
+/// The labels `metadata` gives a node that has `existing` labels: an
+/// additional label the node already has keeps its value, as upstream.
+pub fn cloud_labels(
+    metadata: &InstanceMetadata,
+    existing: Option<&BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
     let mut labels = BTreeMap::new();
     for (keys, value) in [
         ([INSTANCE_TYPE, INSTANCE_TYPE_BETA], &metadata.instance_type),
@@ -43,12 +48,30 @@ pub fn cloud_labels(metadata: &InstanceMetadata) -> BTreeMap<String, String> {
     }
     for (key, value) in &metadata.additional_labels {
         if reserved(key) {
-            tracing::debug!(label = %key, "ignoring a provider label in a reserved domain");
+            tracing::warn!(label = %key, "discarding a provider label in a reserved domain");
+        } else if existing.is_some_and(|existing| existing.contains_key(key)) {
+            tracing::debug!(label = %key, "keeping a label the node already has");
         } else {
             labels.insert(key.clone(), value.clone());
         }
     }
     labels
+}
+
+/// The GA labels to set on a node from its beta ones where they are
+/// missing or differ, as upstream's `reconcileNodeLabels` (the beta label
+/// wins; a GA label without a beta one is left alone).
+pub fn labels_to_reconcile(existing: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    let Some(existing) = existing else {
+        return BTreeMap::new();
+    };
+    [(ZONE_BETA, ZONE), (REGION_BETA, REGION), (INSTANCE_TYPE_BETA, INSTANCE_TYPE)]
+        .into_iter()
+        .filter_map(|(beta, ga)| {
+            let value = existing.get(beta)?;
+            (existing.get(ga) != Some(value)).then(|| (ga.to_owned(), value.clone()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -73,7 +96,8 @@ mod tests {
             .collect(),
             ..Default::default()
         };
-        let labels = cloud_labels(&metadata);
+        let node = BTreeMap::from([("plain".to_owned(), "the node's".to_owned())]);
+        let labels = cloud_labels(&metadata, Some(&node));
         let expected: BTreeMap<String, String> = [
             (INSTANCE_TYPE, "m5.large"),
             (INSTANCE_TYPE_BETA, "m5.large"),
@@ -82,7 +106,6 @@ mod tests {
             (REGION, "eu-west-1"),
             (REGION_BETA, "eu-west-1"),
             ("example.com/rack", "r1"),
-            ("plain", "yes"),
         ]
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value.to_owned()))
@@ -92,6 +115,18 @@ mod tests {
 
     #[test]
     fn empty_values_add_no_labels() {
-        assert!(cloud_labels(&InstanceMetadata::default()).is_empty());
+        assert!(cloud_labels(&InstanceMetadata::default(), None).is_empty());
+    }
+
+    #[test]
+    fn beta_labels_win_over_missing_or_different_ga_ones() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect()
+        };
+        let node = labels(&[(ZONE_BETA, "z1"), (ZONE, "z0"), (REGION_BETA, "r1"), (INSTANCE_TYPE, "only-ga")]);
+        assert_eq!(labels_to_reconcile(Some(&node)), labels(&[(ZONE, "z1"), (REGION, "r1")]));
+        let in_step = labels(&[(ZONE_BETA, "z1"), (ZONE, "z1")]);
+        assert!(labels_to_reconcile(Some(&in_step)).is_empty());
+        assert!(labels_to_reconcile(None).is_empty());
     }
 }

@@ -1,74 +1,89 @@
 //! Node sync: when the nodes that back load balancers change, update every
-//! load balancer whose node set differs, as upstream's `nodeSyncLoop`.
+//! load balancer whose node set differs, as upstream's `syncNodes`; those
+//! that fail go back to the Service sync for a full ensure.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
+use kube::runtime::reflector::Store;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use wasm_ccm_host::ProviderError;
 
+use super::ServiceKey;
+use super::memory::Memory;
 use super::rules::wants_load_balancer;
-use super::{ServiceKey, Shared};
+use crate::cloud::Cloud;
+use crate::context::Context;
+use crate::error::Error;
 use crate::nodes::NodeSet;
+use crate::runner::{All, Reconcile, Retry};
+use crate::workqueue::WorkQueue;
 
-/// Node changes arriving within this window are synced together.
-const COALESCE: Duration = Duration::from_millis(100);
-/// Node names listed in an event.
-const NAMES_IN_EVENTS: usize = 10;
+/// Node names listed in an event, as upstream.
+const NAMES_IN_EVENTS: usize = 20;
 
-impl Shared {
-    /// Syncs nodes after every change until `stop`.
-    pub(super) async fn sync_nodes_on_change(self: Arc<Self>, stop: CancellationToken) {
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = self.node_changes.notified() => {}
-            }
-            tokio::time::sleep(COALESCE).await;
-            self.sync_nodes().await;
-        }
-    }
+/// Updates load balancers to the current nodes.
+pub(super) struct NodeSync<C> {
+    ctx: Context<C>,
+    services: Store<Service>,
+    memory: Arc<Memory>,
+    /// Where load balancers that failed to update go for a full sync.
+    retries: WorkQueue<ServiceKey>,
+}
 
-    /// Updates the load balancers whose last node set is not the current one.
-    async fn sync_nodes(&self) {
-        let nodes = self.nodes.eligible();
-        let stale: Vec<ServiceKey> = self
-            .lock_states()
-            .iter()
-            .filter(|(_, state)| state.nodes.as_deref().is_some_and(|last| *last != nodes.fingerprint))
-            .map(|(key, _)| key.clone())
-            .collect();
+impl<C: Cloud> Reconcile for NodeSync<C> {
+    type Key = All;
+
+    const NAME: &'static str = "service-node-sync";
+    const QUEUE: &'static str = "node";
+    const RETRY: Retry = Retry::NextTrigger;
+
+    async fn reconcile(&self, _: &All) -> Result<(), Error> {
+        let nodes = self.ctx.nodes.eligible();
+        let stale = self.memory.stale(&nodes.fingerprint);
         if stale.is_empty() {
-            return;
+            return Ok(());
         }
         let started = Instant::now();
         let failures = AtomicUsize::new(0);
         futures::stream::iter(stale)
-            .for_each_concurrent(self.workers, |key| {
+            .for_each_concurrent(self.ctx.settings.concurrent_service_syncs, |key| {
                 let (nodes, failures) = (nodes.clone(), &failures);
                 let span = tracing::info_span!("update-hosts", service = %key);
                 async move {
                     if !self.update_hosts(&key, &nodes).await {
                         failures.fetch_add(1, Ordering::Relaxed);
+                        self.retries.add(key);
                     }
                 }
                 .instrument(span)
             })
             .await;
         let failed = failures.load(Ordering::Relaxed);
-        self.metrics.node_sync(started.elapsed().as_secs_f64(), failed > 0);
+        self.ctx.metrics.node_sync(started.elapsed().as_secs_f64(), failed > 0);
         tracing::info!(nodes = nodes.nodes.len(), failed, "synced load balancer nodes in {:?}", started.elapsed());
+        Ok(())
+    }
+}
+
+impl<C: Cloud> NodeSync<C> {
+    pub(super) fn new(
+        ctx: Context<C>,
+        services: Store<Service>,
+        memory: Arc<Memory>,
+        retries: WorkQueue<ServiceKey>,
+    ) -> Self {
+        NodeSync { ctx, services, memory, retries }
     }
 
-    /// Updates one load balancer's nodes; `false` when it failed, in which
-    /// case the Service is queued for a full sync.
+    /// Updates one load balancer's nodes, as upstream's
+    /// `lockedUpdateLoadBalancerHosts`; `false` when it failed.
     async fn update_hosts(&self, key: &ServiceKey, nodes: &Arc<NodeSet>) -> bool {
-        let _lock = self.locks.lock(key).await;
+        let _lock = self.memory.lock_service(key).await;
         let Some(service) = self.services.get(key) else {
             return true;
         };
@@ -76,35 +91,129 @@ impl Shared {
             return true;
         }
         let started = Instant::now();
-        let result = match self.provider.update_load_balancer(&service, &nodes.nodes).await {
+        self.ctx.metrics.load_balancer_synced();
+        let result = match self.ctx.cloud.update_load_balancer(&service, &nodes.nodes).await {
             Ok(()) | Err(ProviderError::ImplementedElsewhere) => Ok(()),
             // It is only an error if the load balancer still exists.
-            Err(err) => match self.provider.get_load_balancer(&service).await {
+            Err(err) => match self.ctx.cloud.get_load_balancer(&service).await {
                 Ok(None) => Ok(()),
                 _ => Err(err),
             },
         };
+        self.ctx.metrics.host_update(started.elapsed().as_secs_f64());
         let reference = service.object_ref(&());
         match result {
             Ok(()) => {
-                self.metrics.host_update(started.elapsed().as_secs_f64());
-                self.metrics.load_balancer_synced();
-                self.state(key).nodes = Some(Arc::new(nodes.fingerprint.clone()));
-                self.events.normal(reference, "UpdatedLoadBalancer", "Updated load balancer with new hosts");
+                self.memory.hosts_updated(key, Arc::new(nodes.fingerprint.clone()));
+                if nodes.nodes.is_empty() {
+                    let note = "There are no available nodes for LoadBalancer";
+                    self.ctx.events.warning(reference, "UnAvailableLoadBalancer", note);
+                } else {
+                    self.ctx.events.normal(reference, "UpdatedLoadBalancer", "Updated load balancer with new hosts");
+                }
                 true
             }
             Err(err) => {
-                self.events.warning(
-                    reference,
-                    "UpdateLoadBalancerFailed",
-                    format!(
-                        "Error updating load balancer with new hosts {}, error: {err}",
-                        nodes.names(NAMES_IN_EVENTS)
-                    ),
+                let note = format!(
+                    "Error updating load balancer with new hosts {} [node names limited, total number of nodes: {}], error: {err}",
+                    nodes.names(NAMES_IN_EVENTS),
+                    nodes.nodes.len()
                 );
-                self.queue.add(key.clone());
+                self.ctx.events.warning(reference, "UpdateLoadBalancerFailed", note);
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::runtime::reflector::ObjectRef;
+
+    use super::*;
+    use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
+    use crate::metrics::Metrics;
+    use crate::service::sync::ServiceSync;
+
+    /// A Service whose load balancer was ensured on node-a alone.
+    async fn ensured() -> (TestEnv, Arc<Memory>, ServiceKey) {
+        let mut env = TestEnv::new(TestCloud::default()).await;
+        env.add_node(Node::test("node-a")).await;
+        let memory: Arc<Memory> = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        ServiceSync::new(env.context(), env.services(), memory.clone()).reconcile(&key).await.unwrap();
+        env.service("web").await;
+        env.events();
+        env.cloud.take_calls();
+        (env, memory, key)
+    }
+
+    fn node_sync(env: &TestEnv, memory: &Arc<Memory>, retries: &WorkQueue<ServiceKey>) -> NodeSync<TestCloud> {
+        NodeSync::new(env.context(), env.services(), memory.clone(), retries.clone())
+    }
+
+    #[tokio::test]
+    async fn load_balancers_follow_the_eligible_nodes() {
+        let (mut env, memory, _) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        env.add_node(Node::test("node-b")).await;
+        env.add_node(Node::test("node-c").with_labels(&[(crate::service::rules::EXCLUDE_LABEL, "")])).await;
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), Some(vec!["node-a".to_owned(), "node-b".to_owned()]));
+        assert_eq!(env.event_reasons(), ["UpdatedLoadBalancer"]);
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), ["update default/web"], "nothing stale the second time");
+    }
+
+    #[tokio::test]
+    async fn a_node_s_provider_id_or_deletion_changes_the_set() {
+        let (mut env, memory, _) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        env.cache_node(Node::test("node-a").with_provider_id("test://i-a"));
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), ["update default/web"], "a new provider ID is a new node set");
+        env.cache_node(Node::test("node-a").with_provider_id("test://i-a").deleting());
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), Some(Vec::new()), "a node being deleted backs nothing");
+    }
+
+    #[tokio::test]
+    async fn no_nodes_left_is_a_warning() {
+        let (mut env, memory, _) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        env.uncache_node(Node::test("node-a"));
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), Some(Vec::new()));
+        assert_eq!(env.event_reasons(), ["UnAvailableLoadBalancer"]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_update_goes_back_to_the_service_sync() {
+        let (mut env, memory, key) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        env.cloud.fail("update", ProviderError::Cloud("throttled".into()));
+        env.add_node(Node::test("node-b")).await;
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        let (type_, reason, _, note) = env.events().pop().unwrap();
+        assert_eq!((type_, reason.as_str()), (crate::events::EventType::Warning, "UpdateLoadBalancerFailed"));
+        assert_eq!(
+            note,
+            "Error updating load balancer with new hosts [node-a node-b] [node names limited, total number of nodes: 2], error: throttled"
+        );
+        assert_eq!(retries.next().await, Some(key), "queued for a full sync");
+    }
+
+    #[tokio::test]
+    async fn a_failed_update_of_a_load_balancer_that_is_gone_is_no_failure() {
+        let (mut env, memory, _) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        env.cloud.fail("update", ProviderError::Cloud("not found".into()));
+        env.add_node(Node::test("node-b")).await;
+        // Gone from the cloud behind the controller's back.
+        let service = env.service("web").await;
+        env.cloud.ensure_load_balancer_deleted(&service).await.unwrap();
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert!(retries.is_empty());
     }
 }

@@ -77,10 +77,8 @@ pub fn is_eligible(node: &Node) -> bool {
 }
 
 /// Whether two statuses have the same ingress, as upstream compares them.
-pub fn same_ingress(current: Option<&LoadBalancerStatus>, desired: &LoadBalancerStatus) -> bool {
-    let normalize =
-        |status: Option<&LoadBalancerStatus>| status.and_then(|status| status.ingress.clone()).unwrap_or_default();
-    normalize(current) == normalize(Some(desired))
+pub fn same_ingress(current: &LoadBalancerStatus, desired: &LoadBalancerStatus) -> bool {
+    current.ingress.as_deref().unwrap_or_default() == desired.ingress.as_deref().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -192,9 +190,10 @@ mod tests {
         let status = |ip: &str| LoadBalancerStatus {
             ingress: Some(vec![LoadBalancerIngress { ip: Some(ip.into()), ..Default::default() }]),
         };
-        assert!(same_ingress(Some(&status("1.2.3.4")), &status("1.2.3.4")));
-        assert!(!same_ingress(Some(&status("1.2.3.4")), &status("1.2.3.5")));
-        assert!(!same_ingress(None, &status("1.2.3.4")));
-        assert!(same_ingress(None, &LoadBalancerStatus::default()));
+        assert!(same_ingress(&status("1.2.3.4"), &status("1.2.3.4")));
+        assert!(!same_ingress(&status("1.2.3.4"), &status("1.2.3.5")));
+        assert!(!same_ingress(&LoadBalancerStatus::default(), &status("1.2.3.4")));
+        let empty = LoadBalancerStatus { ingress: Some(Vec::new()) };
+        assert!(same_ingress(&empty, &LoadBalancerStatus::default()));
     }
 }

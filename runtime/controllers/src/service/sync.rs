@@ -1,193 +1,379 @@
-//! One Service's sync, as upstream's `syncLoadBalancerIfNeeded`: ensure its
-//! load balancer and publish the ingress, or delete it and let the Service
-//! go.
+//! One Service's sync, as upstream's `syncService`: ensure its load balancer
+//! and publish the ingress, or delete it and let the Service go; and delete
+//! the load balancer of a Service that vanished, or came back with another
+//! UID, from the copy last seen.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::Store;
 use serde_json::json;
-use tokio::time::Instant;
 use wasm_ccm_host::ProviderError;
 
+use super::ServiceKey;
+use super::memory::Memory;
 use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, needs_cleanup, same_ingress, wants_load_balancer};
-use super::{ServiceKey, Shared};
-use crate::reachability::is_transport_error;
+use crate::cloud::Cloud;
+use crate::context::Context;
+use crate::error::Error;
+use crate::runner::{Reconcile, Retry};
+use crate::workqueue::Backoff;
 
-/// Why a sync failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    /// The provider failed.
-    #[error("failed to {action} load balancer: {source}")]
-    Provider {
-        /// What was being done.
-        action: &'static str,
-        /// The provider's error.
-        #[source]
-        source: ProviderError,
-    },
-    /// The API server refused a write.
-    #[error("failed to {action}: {source}")]
-    Api {
-        /// What was being written.
-        action: &'static str,
-        /// The API server's error.
-        #[source]
-        source: kube::Error,
-    },
+/// Syncs one Service at a time per key.
+pub(super) struct ServiceSync<C> {
+    ctx: Context<C>,
+    services: Store<Service>,
+    memory: Arc<Memory>,
 }
 
-impl SyncError {
-    /// The delay a provider asked for with a retry error.
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            SyncError::Provider { source: ProviderError::Retry { delay, .. }, .. } => Some(*delay),
-            _ => None,
-        }
-    }
+impl<C: Cloud> Reconcile for ServiceSync<C> {
+    type Key = ServiceKey;
 
-    /// Whether the API server could not be reached.
-    pub fn is_transport(&self) -> bool {
-        matches!(self, SyncError::Api { source, .. } if is_transport_error(source))
-    }
-}
+    const NAME: &'static str = "service";
+    const QUEUE: &'static str = "service";
+    const RETRY: Retry = Retry::Backoff(Backoff::SERVICE);
 
-fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 404)
-}
-
-impl Shared {
-    fn api(&self, service: &Service) -> Api<Service> {
-        Api::namespaced(self.client.clone(), service.metadata.namespace.as_deref().unwrap_or("default"))
-    }
-
-    /// Syncs the Service `key`, recording a warning event when it fails.
-    pub(super) async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
-        let _lock = self.locks.lock(key).await;
+    async fn reconcile(&self, key: &ServiceKey) -> Result<(), Error> {
+        let _lock = self.memory.lock_service(key).await;
         let Some(service) = self.services.get(key) else {
-            return Ok(());
+            return self.vanished(key).await;
         };
-        let result = if needs_cleanup(&service) {
-            self.delete(&service).await
-        } else if wants_load_balancer(&service) {
-            self.ensure(service.clone()).await
+        if let Some(last) = self.memory.reconciling(key, service.clone())
+            && last.metadata.uid != service.metadata.uid
+            && wants_load_balancer(&last)
+        {
+            tracing::info!(service = %key, "the Service came back with another UID: deleting the old one's load balancer");
+            self.delete_for_gone(&last).await?;
+        }
+        let result = if !wants_load_balancer(&service) || needs_cleanup(&service) {
+            self.delete(key, &service).await
         } else {
-            Ok(())
+            self.ensure(key, &service).await
         };
         if let Err(err) = &result {
-            self.events.warning(
-                service.object_ref(&()),
-                "SyncLoadBalancerFailed",
-                format!("Error syncing load balancer: {err}"),
-            );
+            let note = format!("Error syncing load balancer: {err}");
+            self.ctx.events.warning(service.object_ref(&()), "SyncLoadBalancerFailed", note);
         }
         result
     }
+}
 
-    async fn ensure(&self, service: Arc<Service>) -> Result<(), SyncError> {
-        let reference = service.object_ref(&());
-        self.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
-        let service = if has_finalizer(&service) { service } else { Arc::new(self.add_finalizer(&service).await?) };
-        let nodes = self.nodes.eligible();
-        if nodes.nodes.is_empty() {
-            self.events.warning(
-                reference.clone(),
-                "UnAvailableLoadBalancer",
-                "There are no available nodes for LoadBalancer",
-            );
+impl<C: Cloud> ServiceSync<C> {
+    pub(super) fn new(ctx: Context<C>, services: Store<Service>, memory: Arc<Memory>) -> Self {
+        ServiceSync { ctx, services, memory }
+    }
+
+    fn api(&self, service: &Service) -> Api<Service> {
+        Api::namespaced(self.ctx.client.clone(), service.metadata.namespace.as_deref().unwrap_or("default"))
+    }
+
+    /// The Service left the cache: its load balancer goes, from the copy
+    /// last reconciled, as upstream's `processServiceDeletion`.
+    async fn vanished(&self, key: &ServiceKey) -> Result<(), Error> {
+        if let Some(last) = self.memory.last(key).filter(|last| wants_load_balancer(last)) {
+            tracing::info!(service = %key, "the Service is gone: deleting its load balancer");
+            self.delete_for_gone(&last).await?;
         }
-        let status = match self.provider.ensure_load_balancer(&service, &nodes.nodes).await {
+        self.memory.forget(key);
+        Ok(())
+    }
+
+    /// Upstream's `processLoadBalancerDelete`.
+    async fn delete_for_gone(&self, service: &Service) -> Result<(), Error> {
+        let reference = service.object_ref(&());
+        self.ctx.events.normal(reference.clone(), "DeletingLoadBalancer", "Deleting load balancer");
+        if let Err(err) = self.ctx.cloud.ensure_load_balancer_deleted(service).await {
+            let note = format!("Error deleting load balancer: {err}");
+            self.ctx.events.warning(reference, "DeleteLoadBalancerFailed", note);
+            return Err(Error::cloud("failed to delete load balancer")(err));
+        }
+        self.ctx.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
+        Ok(())
+    }
+
+    async fn ensure(&self, key: &ServiceKey, service: &Arc<Service>) -> Result<(), Error> {
+        let reference = service.object_ref(&());
+        self.ctx.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
+        let service =
+            if has_finalizer(service) { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
+        let nodes = self.ctx.nodes.eligible();
+        if nodes.nodes.is_empty() {
+            let note = "There are no available nodes for LoadBalancer";
+            self.ctx.events.warning(reference.clone(), "UnAvailableLoadBalancer", note);
+        }
+        let status = match self.ctx.cloud.ensure_load_balancer(&service, &nodes.nodes).await {
             Ok(status) => status,
             Err(ProviderError::ImplementedElsewhere) => {
                 tracing::debug!("the load balancer is implemented elsewhere; nothing to do");
                 return Ok(());
             }
-            Err(source) => return Err(SyncError::Provider { action: "ensure", source }),
+            Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
-        self.metrics.load_balancer_synced();
-        self.events.normal(reference.clone(), "EnsuredLoadBalancer", "Ensured load balancer");
-        {
-            let mut state = self.state(&ObjectRef::from_obj(&*service));
-            state.nodes = Some(Arc::new(nodes.fingerprint.clone()));
-            state.ensured = Some(Instant::now());
-        }
-        if self.nodes.eligible().fingerprint != nodes.fingerprint {
-            self.node_changes.notify_one();
-        }
-        let current = service.status.as_ref().and_then(|status| status.load_balancer.as_ref());
-        if !same_ingress(current, &status) {
-            self.patch_status(&service, &status).await?;
-        }
-        Ok(())
+        self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
+        self.memory.ensured(key, Arc::new(nodes.fingerprint.clone()));
+        self.patch_status(key, &service, status).await
     }
 
-    async fn delete(&self, service: &Service) -> Result<(), SyncError> {
+    /// Deletes the load balancer, then lets the Service go, as upstream's
+    /// cleanup. A provider without `GetLoadBalancer` gets the delete call
+    /// anyway, and one whose load balancers are implemented elsewhere has
+    /// none to delete: upstream fails on both.
+    async fn delete(&self, key: &ServiceKey, service: &Service) -> Result<(), Error> {
         let reference = service.object_ref(&());
-        let exists = match self.provider.get_load_balancer(service).await {
+        let exists = match self.ctx.cloud.get_load_balancer(service).await {
             Ok(status) => status.is_some(),
-            // Without GetLoadBalancer, deleting is the only way to be sure.
             Err(ProviderError::NotImplemented) => true,
             Err(ProviderError::ImplementedElsewhere) => false,
-            Err(source) => return Err(SyncError::Provider { action: "check", source }),
+            Err(err) => return Err(Error::cloud("failed to check if load balancer exists before cleanup")(err)),
         };
         if exists {
-            self.events.normal(reference.clone(), "DeletingLoadBalancer", "Deleting load balancer");
-            match self.provider.ensure_load_balancer_deleted(service).await {
+            self.ctx.events.normal(reference.clone(), "DeletingLoadBalancer", "Deleting load balancer");
+            match self.ctx.cloud.ensure_load_balancer_deleted(service).await {
                 Ok(()) | Err(ProviderError::ImplementedElsewhere) => {}
-                Err(source) => return Err(SyncError::Provider { action: "delete", source }),
+                Err(err) => return Err(Error::cloud("failed to delete load balancer")(err)),
             }
         }
         self.remove_finalizer(service).await?;
-        self.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
-        let had_ingress = service
-            .status
-            .as_ref()
-            .and_then(|status| status.load_balancer.as_ref())
-            .is_some_and(|balancer| balancer.ingress.as_ref().is_some_and(|ingress| !ingress.is_empty()));
-        if had_ingress && service.metadata.deletion_timestamp.is_none() {
-            self.patch_status(service, &LoadBalancerStatus::default()).await?;
+        self.ctx.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
+        self.memory.deleted(key);
+        // A Service being deleted goes with its finalizer: no status to clear.
+        if service.metadata.deletion_timestamp.is_none() {
+            self.patch_status(key, service, LoadBalancerStatus::default()).await?;
         }
-        let mut state = self.state(&ObjectRef::from_obj(service));
-        state.nodes = None;
-        state.ensured = None;
         Ok(())
     }
 
-    async fn add_finalizer(&self, service: &Service) -> Result<Service, SyncError> {
+    async fn add_finalizer(&self, service: &Service) -> Result<Service, Error> {
         let patch = json!({"metadata": {"finalizers": [LOAD_BALANCER_FINALIZER]}});
         self.api(service)
             .patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch))
             .await
-            .map_err(|source| SyncError::Api { action: "add the load-balancer finalizer", source })
+            .map_err(Error::api("failed to add load balancer cleanup finalizer"))
     }
 
-    async fn remove_finalizer(&self, service: &Service) -> Result<(), SyncError> {
+    async fn remove_finalizer(&self, service: &Service) -> Result<(), Error> {
         if !has_finalizer(service) {
             return Ok(());
         }
         let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [LOAD_BALANCER_FINALIZER]}});
-        match self.api(service).patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch)).await {
-            Ok(_) => Ok(()),
-            Err(source) if is_not_found(&source) => Ok(()),
-            Err(source) => Err(SyncError::Api { action: "remove the load-balancer finalizer", source }),
+        let removed = self.api(service).patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch)).await;
+        match removed.map_err(Error::api("failed to remove load balancer cleanup finalizer")) {
+            Err(err) if !err.is_not_found() => Err(err),
+            _ => Ok(()),
         }
     }
 
-    async fn patch_status(&self, service: &Service, status: &LoadBalancerStatus) -> Result<(), SyncError> {
-        let ingress = status.ingress.as_ref().filter(|ingress| !ingress.is_empty());
+    /// Writes `desired` into the Service's status unless it is there, as
+    /// the API server keeps it.
+    async fn patch_status(
+        &self,
+        key: &ServiceKey,
+        service: &Service,
+        desired: LoadBalancerStatus,
+    ) -> Result<(), Error> {
+        let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
+        if same_ingress(&current, &desired) || self.memory.written(key, &desired, &current) {
+            return Ok(());
+        }
+        let ingress = desired.ingress.as_ref().filter(|ingress| !ingress.is_empty());
         let patch = json!({"status": {"loadBalancer": {"ingress": ingress}}});
-        match self.api(service).patch_status(&name(service), &PatchParams::default(), &Patch::Merge(patch)).await {
-            Ok(_) => Ok(()),
+        let patched =
+            self.api(service).patch_status(&name(service), &PatchParams::default(), &Patch::Merge(patch)).await;
+        match patched.map_err(Error::api("failed to update load balancer status")) {
+            Ok(updated) => {
+                let kept = updated.status.and_then(|status| status.load_balancer).unwrap_or_default();
+                self.memory.wrote(key, desired, kept);
+                Ok(())
+            }
             // The Service can disappear right after its finalizer goes.
-            Err(source) if is_not_found(&source) => Ok(()),
-            Err(source) => Err(SyncError::Api { action: "update the load-balancer status", source }),
+            Err(err) if err.is_not_found() => Ok(()),
+            Err(err) => Err(err),
         }
     }
 }
 
 fn name(service: &Service) -> String {
     service.metadata.name.clone().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::runtime::reflector::ObjectRef;
+
+    use super::*;
+    use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
+
+    fn ingress(service: &Service) -> Option<String> {
+        let status = service.status.as_ref()?.load_balancer.as_ref()?;
+        status.ingress.as_ref()?.first()?.ip.clone()
+    }
+
+    async fn env() -> TestEnv {
+        let mut env = TestEnv::new(TestCloud::default()).await;
+        env.add_node(Node::test("node-a")).await;
+        env
+    }
+
+    fn sync(env: &TestEnv, memory: &Arc<Memory>) -> ServiceSync<TestCloud> {
+        ServiceSync::new(env.context(), env.services(), memory.clone())
+    }
+
+    #[tokio::test]
+    async fn ensures_a_load_balancer_behind_a_finalizer_and_publishes_its_ingress() {
+        let mut env = env().await;
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
+        let service = env.service("web").await;
+        assert!(has_finalizer(&service));
+        assert!(ingress(&service).is_some_and(|ip| ip.starts_with("192.0.2.")), "{service:?}");
+        assert_eq!(env.cloud.load_balancer("default/web"), Some(vec!["node-a".to_owned()]));
+        assert_eq!(env.event_reasons(), ["EnsuringLoadBalancer", "EnsuredLoadBalancer"]);
+        assert_eq!(env.cloud.take_calls(), ["ensure default/web"], "one cloud call");
+    }
+
+    #[tokio::test]
+    async fn no_nodes_is_a_warning_and_still_an_ensure() {
+        let mut env = TestEnv::new(TestCloud::default()).await;
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
+        assert_eq!(env.event_reasons(), ["EnsuringLoadBalancer", "UnAvailableLoadBalancer", "EnsuredLoadBalancer"]);
+        assert_eq!(env.cloud.load_balancer("default/web"), Some(Vec::new()));
+    }
+
+    #[tokio::test]
+    async fn a_cloud_failure_is_a_warning_event_with_upstream_s_words() {
+        let mut env = env().await;
+        env.cloud.fail("ensure", ProviderError::Cloud("quota exhausted".into()));
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        let err = sync(&env, &Arc::default()).reconcile(&key).await.unwrap_err();
+        assert_eq!(err.to_string(), "failed to ensure load balancer: quota exhausted");
+        assert_eq!(err.kind(), "cloud");
+        let failed = env.events().pop().unwrap();
+        assert_eq!(failed.1, "SyncLoadBalancerFailed");
+        assert_eq!(failed.3, "Error syncing load balancer: failed to ensure load balancer: quota exhausted");
+    }
+
+    #[tokio::test]
+    async fn implemented_elsewhere_is_no_error_and_no_status() {
+        let mut env = env().await;
+        env.cloud.fail("ensure", ProviderError::ImplementedElsewhere);
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
+        assert_eq!(ingress(&env.service("web").await), None);
+    }
+
+    #[tokio::test]
+    async fn a_type_change_deletes_the_load_balancer_and_lets_the_service_go() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let mut service = env.service("web").await;
+        service.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.replace("web", &Default::default(), &service).await.unwrap();
+        env.service("web").await;
+        env.events();
+        env.cloud.take_calls();
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let service = env.service("web").await;
+        assert!(!has_finalizer(&service));
+        assert_eq!(ingress(&service), None, "the status is cleared");
+        assert_eq!(env.cloud.load_balancer("default/web"), None);
+        assert_eq!(env.cloud.take_calls(), ["get default/web", "delete default/web"]);
+        assert_eq!(env.event_reasons(), ["DeletingLoadBalancer", "DeletedLoadBalancer"]);
+    }
+
+    #[tokio::test]
+    async fn a_deleted_service_loses_its_load_balancer_then_its_finalizer() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web").with_finalizer()).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.delete("web", &Default::default()).await.unwrap();
+        let deleting = env.service("web").await;
+        assert!(deleting.metadata.deletion_timestamp.is_some(), "held by the finalizer");
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), None);
+        assert!(api.get_opt("web").await.unwrap().is_none(), "gone once the finalizer went");
+    }
+
+    /// Upstream's delete path runs for any Service that no longer wants a
+    /// load balancer, finalizer or not.
+    #[tokio::test]
+    async fn a_type_change_without_the_finalizer_still_clears_the_status() {
+        let mut env = env().await;
+        let service = Service::test("web").with_type("ClusterIP").with_ingress("192.0.2.7");
+        let key = ObjectRef::from_obj(&env.add_service(service).await);
+        assert_eq!(ingress(&env.service("web").await).as_deref(), Some("192.0.2.7"));
+        sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
+        assert_eq!(ingress(&env.service("web").await), None);
+    }
+
+    #[tokio::test]
+    async fn a_vanished_service_s_load_balancer_is_deleted_from_its_last_copy() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let created = env.add_service(Service::test("web")).await;
+        let key = ObjectRef::from_obj(&created);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert!(env.cloud.load_balancer("default/web").is_some());
+        // Its finalizer removed by hand, then deleted: gone from the cache.
+        env.uncache_service(created);
+        env.events();
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), None, "the load balancer is gone");
+        assert_eq!(env.event_reasons(), ["DeletingLoadBalancer", "DeletedLoadBalancer"]);
+        assert!(!memory.may_have_load_balancer(&key), "and the Service forgotten");
+    }
+
+    #[tokio::test]
+    async fn a_failed_delete_of_a_vanished_service_is_retried() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let created = env.add_service(Service::test("web")).await;
+        let key = ObjectRef::from_obj(&created);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        env.uncache_service(created);
+        env.cloud.fail("delete", ProviderError::Cloud("busy".into()));
+        env.events();
+        let err = sync(&env, &memory).reconcile(&key).await.unwrap_err();
+        assert_eq!(err.to_string(), "failed to delete load balancer: busy");
+        assert_eq!(env.event_reasons(), ["DeletingLoadBalancer", "DeleteLoadBalancerFailed"]);
+        assert!(memory.may_have_load_balancer(&key), "remembered for the retry");
+        env.cloud.heal("delete");
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), None);
+    }
+
+    #[tokio::test]
+    async fn a_service_back_with_another_uid_loses_the_old_load_balancer_first() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let created = env.add_service(Service::test("web")).await;
+        let key = ObjectRef::from_obj(&created);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let mut again = env.service("web").await;
+        again.metadata.uid = Some("another-uid".into());
+        env.cache_service(again);
+        env.cloud.take_calls();
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), ["delete default/web", "ensure default/web"]);
+    }
+
+    #[tokio::test]
+    async fn a_service_whose_status_is_current_is_not_written() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        env.service("web").await;
+        env.api.reset_requests();
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.api.requests().total(), 0, "the finalizer and the ingress are there: no request");
+    }
 }

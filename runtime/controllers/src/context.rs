@@ -1,0 +1,27 @@
+//! What every controller reconciles with.
+
+use std::sync::Arc;
+
+use kube::Client;
+
+use crate::config::Settings;
+use crate::events::Events;
+use crate::metrics::Metrics;
+use crate::nodes::NodeCache;
+
+/// A controller's view of the cluster and the cloud; clones share it.
+#[derive(Clone)]
+pub struct Context<C> {
+    /// The API server.
+    pub client: Client,
+    /// The cloud provider.
+    pub cloud: C,
+    /// Every node, from the shared watch.
+    pub nodes: NodeCache,
+    /// Events, reported as this controller's upstream component.
+    pub events: Events,
+    /// The controllers' metrics.
+    pub metrics: Metrics,
+    /// How the controllers run.
+    pub settings: Arc<Settings>,
+}

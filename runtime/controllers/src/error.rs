@@ -1,0 +1,84 @@
+//! Why a reconcile failed: one error for every controller, so that one
+//! policy logs, counts and retries them all.
+
+use std::time::Duration;
+
+use wasm_ccm_host::ProviderError;
+
+use crate::node::addresses::AddressError;
+use crate::reachability::is_transport_error;
+
+/// Why a reconcile failed. Messages follow upstream's, so that events read
+/// as they do in any cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The cloud provider failed.
+    #[error("{action}: {source}")]
+    Cloud {
+        /// What was being done, as upstream words it ("failed to ensure
+        /// load balancer").
+        action: String,
+        /// The provider's error.
+        #[source]
+        source: ProviderError,
+    },
+    /// The API server refused a request, or could not be reached.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was being done.
+        action: &'static str,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The cloud's addresses do not fit the node.
+    #[error("provided node ip for node is not valid: {0}")]
+    Addresses(#[from] AddressError),
+}
+
+impl Error {
+    /// A cloud error while doing `action`.
+    pub fn cloud(action: impl Into<String>) -> impl FnOnce(ProviderError) -> Error {
+        move |source| Error::Cloud { action: action.into(), source }
+    }
+
+    /// An API error while doing `action`.
+    pub fn api(action: &'static str) -> impl FnOnce(kube::Error) -> Error {
+        move |source| Error::Api { action, source }
+    }
+
+    /// A short, stable name for metrics: the provider's error kind, `api`,
+    /// `unreachable` or `addresses`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Cloud { source, .. } => source.kind(),
+            Error::Api { source, .. } if is_transport_error(source) => "unreachable",
+            Error::Api { .. } => "api",
+            Error::Addresses(_) => "addresses",
+        }
+    }
+
+    /// The delay a provider asked for with a retry error.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Cloud { source: ProviderError::Retry { delay, .. }, .. } => Some(*delay),
+            _ => None,
+        }
+    }
+
+    /// Whether the API server could not be reached: the client logs that
+    /// once for every request.
+    pub fn is_transport(&self) -> bool {
+        matches!(self, Error::Api { source, .. } if is_transport_error(source))
+    }
+
+    /// Whether the API server answered 404 Not Found.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 404)
+    }
+
+    /// Whether the API server answered 409 Conflict.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 409)
+    }
+}

@@ -1,0 +1,142 @@
+//! What the service controller remembers of each Service between syncs, as
+//! upstream's service cache and last synced nodes: the copy last
+//! reconciled, the nodes its load balancer was given, when it was ensured,
+//! and the status last written.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
+use tokio::sync::OwnedMutexGuard;
+use tokio::time::Instant;
+
+use super::ServiceKey;
+use super::rules::wants_load_balancer;
+use crate::locks::KeyLocks;
+use crate::nodes::Fingerprint;
+
+/// One Service's memory.
+#[derive(Debug, Default)]
+struct Remembered {
+    /// The digest of its relevant fields last seen.
+    digest: Option<u64>,
+    /// The copy last reconciled, whose load balancer is deleted should the
+    /// Service vanish or come back with another UID.
+    last: Option<Arc<Service>>,
+    /// The nodes its load balancer was last given.
+    nodes: Option<Arc<Fingerprint>>,
+    /// When its load balancer was last ensured.
+    ensured: Option<Instant>,
+    /// The status last written, and what the API server made of it.
+    written: Option<(LoadBalancerStatus, LoadBalancerStatus)>,
+}
+
+/// Every Service's memory, and a lock per Service so that its sync and a
+/// node sync never act on it at once.
+#[derive(Default)]
+pub(super) struct Memory {
+    services: Mutex<HashMap<ServiceKey, Remembered>>,
+    locks: KeyLocks<ServiceKey>,
+}
+
+impl Memory {
+    fn lock(&self) -> MutexGuard<'_, HashMap<ServiceKey, Remembered>> {
+        self.services.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn with<T>(&self, key: &ServiceKey, update: impl FnOnce(&mut Remembered) -> T) -> T {
+        update(self.lock().entry(key.clone()).or_default())
+    }
+
+    /// Records the digest of a Service's relevant fields: whether it
+    /// changed, and whether the copy last reconciled wanted a load balancer.
+    pub(super) fn observe(&self, key: &ServiceKey, digest: u64) -> (bool, bool) {
+        self.with(key, |remembered| {
+            let changed = remembered.digest.replace(digest) != Some(digest);
+            (changed, remembered.last.as_deref().is_some_and(wants_load_balancer))
+        })
+    }
+
+    /// Every Service remembered.
+    pub(super) fn keys(&self) -> Vec<ServiceKey> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// Whether the copy last reconciled wanted a load balancer, which may
+    /// still exist.
+    pub(super) fn may_have_load_balancer(&self, key: &ServiceKey) -> bool {
+        self.lock().get(key).and_then(|remembered| remembered.last.as_deref()).is_some_and(wants_load_balancer)
+    }
+
+    /// Waits for and takes a Service's lock.
+    pub(super) async fn lock_service(&self, key: &ServiceKey) -> OwnedMutexGuard<()> {
+        self.locks.lock(key).await
+    }
+
+    /// Forgets a Service.
+    pub(super) fn forget(&self, key: &ServiceKey) {
+        self.lock().remove(key);
+        self.locks.remove(key);
+    }
+
+    /// Records the copy being reconciled; returns the copy before it.
+    pub(super) fn reconciling(&self, key: &ServiceKey, service: Arc<Service>) -> Option<Arc<Service>> {
+        self.with(key, |remembered| remembered.last.replace(service))
+    }
+
+    /// The copy last reconciled.
+    pub(super) fn last(&self, key: &ServiceKey) -> Option<Arc<Service>> {
+        self.lock().get(key).and_then(|remembered| remembered.last.clone())
+    }
+
+    /// Records a load balancer ensured with `nodes`.
+    pub(super) fn ensured(&self, key: &ServiceKey, nodes: Arc<Fingerprint>) {
+        self.with(key, |remembered| {
+            remembered.nodes = Some(nodes);
+            remembered.ensured = Some(Instant::now());
+        });
+    }
+
+    /// Records a load balancer given `nodes` by a node sync.
+    pub(super) fn hosts_updated(&self, key: &ServiceKey, nodes: Arc<Fingerprint>) {
+        self.with(key, |remembered| remembered.nodes = Some(nodes));
+    }
+
+    /// Records a load balancer deleted: nothing is left to repair, update
+    /// or delete.
+    pub(super) fn deleted(&self, key: &ServiceKey) {
+        self.with(key, |remembered| {
+            *remembered = Remembered { digest: remembered.digest, ..Remembered::default() };
+        });
+    }
+
+    /// The Services whose load balancers were ensured, with when.
+    pub(super) fn ensured_at(&self) -> Vec<(ServiceKey, Instant)> {
+        let services = self.lock();
+        services.iter().filter_map(|(key, remembered)| Some((key.clone(), remembered.ensured?))).collect()
+    }
+
+    /// The Services whose load balancers were last given other nodes than
+    /// `nodes`.
+    pub(super) fn stale(&self, nodes: &Fingerprint) -> Vec<ServiceKey> {
+        let services = self.lock();
+        let stale =
+            services.iter().filter(|(_, remembered)| remembered.nodes.as_deref().is_some_and(|last| last != nodes));
+        stale.map(|(key, _)| key.clone()).collect()
+    }
+
+    /// Whether `current`, the status the API server has, is what writing
+    /// `desired` gave last time: then it needs no writing, even when the
+    /// server dropped a field it does not know (`ipMode` before 1.29).
+    pub(super) fn written(&self, key: &ServiceKey, desired: &LoadBalancerStatus, current: &LoadBalancerStatus) -> bool {
+        self.lock()
+            .get(key)
+            .and_then(|remembered| remembered.written.as_ref())
+            .is_some_and(|(sent, kept)| sent == desired && kept == current)
+    }
+
+    /// Records that writing `desired` gave `kept`.
+    pub(super) fn wrote(&self, key: &ServiceKey, desired: LoadBalancerStatus, kept: LoadBalancerStatus) {
+        self.with(key, |remembered| remembered.written = Some((desired, kept)));
+    }
+}
