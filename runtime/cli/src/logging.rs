@@ -1,6 +1,8 @@
 //! Logging: human-readable by default, JSON on request, filtered by
 //! `--log-level` or `RUST_LOG`.
 
+use std::io::IsTerminal as _;
+
 use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
 
@@ -37,7 +39,9 @@ pub fn init(args: &LogArgs, default_level: &str) -> anyhow::Result<()> {
     let default_level = format!("{default_level},{KUBE_QUIET}");
     let level = args.log_level.as_deref().unwrap_or(&default_level);
     let filter = EnvFilter::try_new(level).map_err(|err| anyhow::anyhow!("invalid --log-level {level:?}: {err}"))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: a pod's log is a pipe.
+    let ansi = std::io::stderr().is_terminal();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let installed = match args.log_format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),

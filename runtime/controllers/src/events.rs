@@ -26,9 +26,11 @@ use tokio_stream::wrappers::ReceiverStream;
 /// Events waiting to be written; more are dropped, as upstream drops them.
 const BACKLOG: usize = 4096;
 /// Events written at once.
-const WRITERS: usize = 8;
+const WRITERS: usize = 2;
 /// How long a repeat counts towards the same event's series.
 pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+/// How often events older than the series window are forgotten.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// Whether an event is routine or calls for attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,12 +78,40 @@ pub struct Pending {
     note: String,
 }
 
+/// The events written within the series window, forgotten a minute at a
+/// time rather than on every write.
+struct Recent {
+    events: HashMap<EventKey, Written>,
+    pruned: Instant,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent { events: HashMap::new(), pruned: Instant::now() }
+    }
+}
+
+impl Recent {
+    /// Counts a repeat of `key` if it was written within the window: its
+    /// namespace, name and new count.
+    fn repeat(&mut self, key: &EventKey) -> Option<(String, String, i32)> {
+        if self.pruned.elapsed() >= PRUNE_EVERY {
+            self.events.retain(|_, event| event.last.elapsed() < SERIES_WINDOW);
+            self.pruned = Instant::now();
+        }
+        let event = self.events.get_mut(key).filter(|event| event.last.elapsed() < SERIES_WINDOW)?;
+        event.count += 1;
+        event.last = Instant::now();
+        Some((event.namespace.clone(), event.name.clone(), event.count))
+    }
+}
+
 /// Writes events and keeps their series.
 struct Writer {
     client: Client,
     controller: String,
     instance: String,
-    written: Mutex<HashMap<EventKey, Written>>,
+    written: Mutex<Recent>,
 }
 
 impl Writer {
@@ -96,15 +126,7 @@ impl Writer {
             note: pending.note.clone(),
         };
         let now = Timestamp::now();
-        let repeat = {
-            let mut written = self.written.lock().expect("event cache poisoned");
-            written.retain(|_, event| event.last.elapsed() < SERIES_WINDOW);
-            written.get_mut(&key).map(|event| {
-                event.count += 1;
-                event.last = Instant::now();
-                (event.namespace.clone(), event.name.clone(), event.count)
-            })
-        };
+        let repeat = self.written.lock().expect("event cache poisoned").repeat(&key);
         if let Some((namespace, name, count)) = repeat {
             let series = EventSeries { count, last_observed_time: MicroTime(now) };
             let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
@@ -133,7 +155,7 @@ impl Writer {
         let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
         api.create(&PostParams::default(), &event).await?;
         let written = Written { namespace, name, count: 1, last: Instant::now() };
-        self.written.lock().expect("event cache poisoned").insert(key, written);
+        self.written.lock().expect("event cache poisoned").events.insert(key, written);
         Ok(())
     }
 }
@@ -216,4 +238,36 @@ impl Events {
 /// This replica's name for events: the pod's name when it runs in one.
 fn instance() -> Option<String> {
     std::env::var("POD_NAME").ok().or_else(|| std::env::var("HOSTNAME").ok()).filter(|name| !name.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(note: &str) -> EventKey {
+        EventKey {
+            kind: Some("Service".into()),
+            namespace: Some("default".into()),
+            name: Some("web".into()),
+            uid: None,
+            type_: EventType::Warning,
+            reason: "SyncLoadBalancerFailed".into(),
+            note: note.into(),
+        }
+    }
+
+    fn written(last: Instant) -> Written {
+        Written { namespace: "default".into(), name: "web.1".into(), count: 1, last }
+    }
+
+    #[test]
+    fn a_repeat_within_the_window_bumps_the_series_and_an_old_one_does_not() {
+        let mut recent = Recent::default();
+        recent.events.insert(key("quota"), written(Instant::now()));
+        assert_eq!(recent.repeat(&key("quota")), Some(("default".into(), "web.1".into(), 2)));
+        assert_eq!(recent.repeat(&key("another error")), None, "another note is another event");
+        let long_ago = Instant::now().checked_sub(SERIES_WINDOW + Duration::from_secs(1)).unwrap();
+        recent.events.insert(key("quota"), written(long_ago));
+        assert_eq!(recent.repeat(&key("quota")), None, "past the window: a new event");
+    }
 }

@@ -16,8 +16,9 @@
 //! upstream's fake cannot inject.
 //!
 //! Reported per run: the time until every Service has an ingress, Services
-//! per second, the controller's CPU seconds and peak RSS (from `/proc`),
-//! and its API requests per Service (from the API server's audit log).
+//! per second, the controller's CPU seconds until then and peak RSS (from
+//! `/proc`), and its API requests per Service (from the API server's audit
+//! log, 3 s after the last ingress, so that events written late count).
 //!
 //! Needs `target/release/wasm-ccm` (`cargo build --release -p wasm-ccm`),
 //! the fake provider (`providers/build.sh`), etcd and kube-apiserver
@@ -45,6 +46,8 @@ const SERVICES: usize = 1000;
 const NODES: usize = 100;
 const STORM: usize = 10;
 const TIMEOUT: Duration = Duration::from_secs(600);
+/// How long after the last ingress the API requests are counted.
+const SETTLE: Duration = Duration::from_secs(3);
 
 /// Who runs the controllers.
 #[derive(Debug, Clone)]
@@ -147,10 +150,17 @@ enum Scenario {
 struct Run {
     time: Duration,
     cpu: f64,
+    /// The API server's and etcd's CPU seconds over the same time.
+    server_cpu: f64,
     peak_kib: u64,
     requests: u64,
     breakdown: String,
     storm: Option<Duration>,
+}
+
+/// Node `index`'s address.
+fn address(index: usize) -> String {
+    format!("10.0.{}.{}", index / 256, index % 256)
 }
 
 fn node(index: usize) -> Node {
@@ -160,7 +170,7 @@ fn node(index: usize) -> Node {
         "spec": {"providerID": format!("fake://i-{index:03}")},
         "status": {
             "conditions": [{"type": "Ready", "status": "True"}],
-            "addresses": [{"type": "InternalIP", "address": format!("10.0.{}.{}", index / 256, index % 256)}],
+            "addresses": [{"type": "InternalIP", "address": address(index)}],
         },
     }))
     .expect("a node")
@@ -233,19 +243,24 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyh
     }
     let dir = tempfile::Builder::new().prefix("wasm-ccm-bench-").tempdir()?;
     let mut ingresses = Ingresses::watch(&admin);
+    let server_cpu = || {
+        let apiserver = plane.apiserver_pid().map(|pid| cpu_time(&pid.to_string())).unwrap_or_default();
+        (apiserver + cpu_time(&plane.etcd_pid().to_string())).as_secs_f64()
+    };
+    let server_cpu_before = server_cpu();
     let spawned = Instant::now();
     let mut child = contender.spawn(&plane, dir.path())?;
     let result = async {
         // The clock and the CPU count start with the Services' work: the
         // existing Services' include the controller's start.
-        let (started, cpu_before) = match scenario {
-            Scenario::Existing => (spawned, Duration::ZERO),
+        let (started, cpu_before, server_before) = match scenario {
+            Scenario::Existing => (spawned, Duration::ZERO, server_cpu_before),
             Scenario::Arriving => {
                 // One Service first: the clock starts once the controller
                 // manager serves.
                 create_all(&services, vec![service(SERVICES)]).await?;
                 ingresses.wait(1, &mut child, spawned + TIMEOUT).await?;
-                let started = (Instant::now(), cpu_time(&child.id().to_string()));
+                let started = (Instant::now(), cpu_time(&child.id().to_string()), server_cpu());
                 create_all(&services, (0..SERVICES).map(service).collect()).await?;
                 started
             }
@@ -257,6 +272,9 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyh
         ingresses.wait(count, &mut child, started + TIMEOUT).await?;
         let time = started.elapsed();
         let cpu = (cpu_time(&child.id().to_string()) - cpu_before).as_secs_f64();
+        let server_cpu = server_cpu() - server_before;
+        // Events still being written count towards the Services' requests.
+        tokio::time::sleep(SETTLE).await;
         let requests = plane.audited_requests()?.of(contender.identity());
         let storm = match scenario {
             Scenario::Existing => Some(storm(contender, &admin, &mut child, &dir.path().join("controller.log")).await?),
@@ -265,6 +283,7 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyh
         anyhow::Ok(Run {
             time,
             cpu,
+            server_cpu,
             peak_kib: peak_memory_kib(child.id()),
             requests: requests.total(),
             breakdown: requests.to_string(),
@@ -298,12 +317,13 @@ async fn storm(contender: &Contender, admin: &kube::Client, child: &mut Child, l
 fn row(contender: &Contender, run: &Run, services: usize) {
     let storm = run.storm.map_or_else(|| "".to_owned(), |storm| format!("{:.2} s", storm.as_secs_f64()));
     println!(
-        "| {} | {:.2} s | {:.0} | {:.2} s | {:.1} ms | {} MiB | {:.2} | {storm} |",
+        "| {} | {:.2} s | {:.0} | {:.2} s | {:.1} ms | {:.2} s | {} MiB | {:.2} | {storm} |",
         contender.label(),
         run.time.as_secs_f64(),
         services as f64 / run.time.as_secs_f64(),
         run.cpu,
         run.cpu * 1000.0 / services as f64,
+        run.server_cpu,
         run.peak_kib / 1024,
         run.requests as f64 / services as f64,
     );
@@ -336,9 +356,9 @@ fn main() -> anyhow::Result<()> {
                 Scenario::Arriving => println!("## {SERVICES} Services created while the controller runs\n"),
             }
             println!(
-                "| controller | all ingress after | services/s | CPU | CPU per Service | peak RSS | API requests per Service | {STORM}-node storm |"
+                "| controller | all ingress after | services/s | CPU | CPU per Service | API server + etcd CPU | peak RSS | API requests per Service | {STORM}-node storm |"
             );
-            println!("|---|---|---|---|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|---|---|");
             for (contender, run) in &runs {
                 row(contender, run, SERVICES);
             }
