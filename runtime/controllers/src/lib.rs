@@ -42,6 +42,7 @@ mod workqueue;
 pub use client::{ClientError, client};
 pub use cloud::Cloud;
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
+pub use error::Error;
 pub use events::{EventType, Events};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerManager, ManagerError, Plan, Readiness};

@@ -87,6 +87,11 @@ impl<R: Reconcile> Runner<R> {
         self.queue.clone()
     }
 
+    /// The reconciler the workers share.
+    pub fn reconciler(&self) -> Arc<R> {
+        self.reconciler.clone()
+    }
+
     /// Reconciles keys as they come until `stop`, then lets the reconciles
     /// in flight finish.
     ///
@@ -241,7 +246,7 @@ mod tests {
     async fn run<R: Reconcile<Key = All>>(reconciler: R, calls: usize, count: impl Fn(&R) -> usize) -> Metrics {
         let metrics = Metrics::default();
         let runner = Runner::new(reconciler, 2, metrics.clone());
-        let reconciler = runner.reconciler.clone();
+        let reconciler = runner.reconciler();
         runner.queue().add(All);
         let stop = CancellationToken::new();
         let running = tokio::spawn(runner.run(stop.clone()));
@@ -280,7 +285,7 @@ mod tests {
     async fn periodic_controllers_wait_for_their_next_trigger() {
         let metrics = Metrics::default();
         let runner = Runner::new(Scripted::<false>::new(vec![Some(ProviderError::Cloud("no".into()))]), 1, metrics);
-        let reconciler = runner.reconciler.clone();
+        let reconciler = runner.reconciler();
         runner.queue().add(All);
         let stop = CancellationToken::new();
         let running = tokio::spawn(runner.run(stop.clone()));
