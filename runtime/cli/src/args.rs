@@ -51,3 +51,54 @@ pub enum ProviderCommand {
     /// registry; fails when it does not verify.
     Verify(VerifyArgs),
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// The arguments of upstream's cloud-controller-manager manifests, but
+    /// for the provider.
+    const UPSTREAM: &[&str] = &[
+        "wasm-ccm",
+        "run",
+        "--provider=/etc/wasm-ccm/provider.wasm",
+        "--cloud-provider=external",
+        "--cloud-config=/etc/kubernetes/cloud.conf",
+        "--use-service-account-credentials=true",
+        "--allocate-node-cidrs=false",
+        "--cidr-allocator-type=RangeAllocator",
+        "--configure-cloud-routes=false",
+        "--controllers=*,-route",
+        "--leader-elect=true",
+        "--leader-elect-resource-lock=leases",
+        "--authentication-kubeconfig=/etc/kubernetes/ccm.conf",
+        "--authorization-kubeconfig=/etc/kubernetes/ccm.conf",
+        "--kubeconfig=/etc/kubernetes/ccm.conf",
+        "--master=https://10.0.0.1:6443",
+        "--bind-address=0.0.0.0",
+        "--secure-port=10258",
+        "--feature-gates=CloudDualStackNodeIPs=true",
+        "--profiling=false",
+        "--v=2",
+    ];
+
+    #[test]
+    fn an_upstream_manifest_s_flags_are_accepted() {
+        let args = Args::try_parse_from(UPSTREAM).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(args.logging.verbosity, Some(2));
+        let Command::Run(run) = args.command else { panic!("run") };
+        assert!(run.use_service_account_credentials);
+        assert_eq!(run.master.as_deref(), Some("https://10.0.0.1:6443"));
+        assert_eq!(run.upstream.cloud_provider.as_deref(), Some("external"));
+    }
+
+    #[test]
+    fn only_lease_locks_are_accepted() {
+        let mut endpoints = UPSTREAM.to_vec();
+        endpoints[11] = "--leader-elect-resource-lock=endpoints";
+        let err = Args::try_parse_from(endpoints).unwrap_err().to_string();
+        assert!(err.contains("coordination.k8s.io Lease"), "{err}");
+    }
+}

@@ -26,6 +26,19 @@ pub struct LeaderArgs {
     /// The Lease's namespace.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
+    /// The kind of lock: `leases`, the only one wasm-ccm (and upstream
+    /// since 1.24) elects with.
+    #[arg(long, default_value = "leases", value_parser = resource_lock)]
+    pub leader_elect_resource_lock: String,
+}
+
+fn resource_lock(lock: &str) -> Result<String, String> {
+    match lock {
+        "leases" => Ok(lock.to_owned()),
+        other => {
+            Err(format!("{other:?} is not supported: leaders are elected on a coordination.k8s.io Lease only (leases)"))
+        }
+    }
 }
 
 impl LeaderArgs {

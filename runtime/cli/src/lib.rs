@@ -15,6 +15,7 @@ mod provider_verify;
 mod registry_args;
 mod run;
 mod signals;
+mod upstream_args;
 
 pub use args::{Args, Command, ProviderCommand};
 pub use provider_args::ProviderArgs;

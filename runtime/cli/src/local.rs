@@ -14,7 +14,7 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_apiserver::{ApiServer, Config as ApiServerConfig};
-use wasm_ccm_controllers::{Settings, UNINITIALIZED_TAINT};
+use wasm_ccm_controllers::{ClientSettings, Settings, UNINITIALIZED_TAINT};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{AllowList, Credentials, EngineSettings, Limits, ProviderSpec};
 
@@ -148,7 +148,13 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         limits: Limits::default(),
     };
     let options = ManagerOptions {
-        kubeconfig: Some(args.kubeconfig_out.clone()),
+        client: ClientSettings {
+            kubeconfig: Some(args.kubeconfig_out.clone()),
+            master: None,
+            qps: 1000,
+            burst: 2000,
+            per_controller_identity: false,
+        },
         settings,
         provider: ProviderSetup::fixed(spec),
         admin: AdminArgs {
@@ -161,8 +167,6 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         leader: None,
         shutdown_grace: Duration::from_secs(10),
         engine: EngineSettings::default(),
-        kube_api_qps: 1000,
-        kube_api_burst: 2000,
     };
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;

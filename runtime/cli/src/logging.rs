@@ -25,6 +25,19 @@ pub struct LogArgs {
     /// `info` by default, `warn` for `local`.
     #[arg(long, global = true, env = "RUST_LOG")]
     pub log_level: Option<String>,
+    /// Upstream's klog verbosity, used when `--log-level` is not given:
+    /// up to 2 is `info`, 3 and 4 `debug`, 5 and more `trace`.
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL")]
+    pub verbosity: Option<u8>,
+}
+
+/// The log level of klog's verbosity `v`.
+fn klog_level(verbosity: u8) -> &'static str {
+    match verbosity {
+        0..=2 => "info",
+        3..=4 => "debug",
+        _ => "trace",
+    }
 }
 
 /// kube's client and watcher log every failed request and every watch retry
@@ -36,6 +49,10 @@ const KUBE_QUIET: &str = "kube_client::client=error,kube_client::client::builder
 /// Installs the process's log subscriber, writing to stderr, at
 /// `--log-level` or else `default_level`.
 pub fn init(args: &LogArgs, default_level: &str) -> anyhow::Result<()> {
+    let default_level = match args.verbosity {
+        Some(verbosity) => klog_level(verbosity),
+        None => default_level,
+    };
     let default_level = format!("{default_level},{KUBE_QUIET}");
     let level = args.log_level.as_deref().unwrap_or(&default_level);
     let filter = EnvFilter::try_new(level).map_err(|err| anyhow::anyhow!("invalid --log-level {level:?}: {err}"))?;

@@ -11,7 +11,8 @@ use ipnet::IpNet;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_controllers::{
-    ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Settings, enabled_controllers, names_route,
+    ClientSettings, Clients, ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Settings,
+    enabled_controllers, names_route,
 };
 use wasm_ccm_host::{Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_reload::{
@@ -24,6 +25,7 @@ use crate::admin::{self, AdminArgs, Health};
 use crate::leader::LeaderArgs;
 use crate::provider_source::SourceArgs;
 use crate::signals;
+use crate::upstream_args::UpstreamArgs;
 
 /// `run` flags: upstream's names; defaults differ where upstream's are its
 /// users' known pain points (one service sync at a time, 20 requests per
@@ -34,6 +36,16 @@ pub struct RunArgs {
     /// `~/.kube/config`, then the in-cluster service account).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
+    /// The API server's URL, instead of the kubeconfig's.
+    #[arg(long, value_name = "URL")]
+    pub master: Option<String>,
+    /// Each controller acts as its own ServiceAccount in kube-system
+    /// (service-controller, cloud-node-controller,
+    /// cloud-node-lifecycle-controller, route-controller), created when
+    /// missing, with a token from the TokenRequest API renewed before it
+    /// expires.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub use_service_account_credentials: bool,
     /// The provider and its sandbox.
     #[command(flatten)]
     pub provider: ProviderArgs,
@@ -102,6 +114,9 @@ pub struct RunArgs {
     /// The admin server.
     #[command(flatten)]
     pub admin: AdminArgs,
+    /// Upstream's flags that mean nothing here.
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
 }
 
 impl RunArgs {
@@ -160,10 +175,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         inputs: args.provider.input_files(),
     };
     let leader = args.leader.config()?;
+    args.upstream.report();
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;
     let options = ManagerOptions {
-        kubeconfig: args.kubeconfig.clone(),
+        client: ClientSettings {
+            kubeconfig: args.kubeconfig.clone(),
+            master: args.master.clone(),
+            qps: args.kube_api_qps,
+            burst: args.kube_api_burst,
+            per_controller_identity: args.use_service_account_credentials,
+        },
         settings,
         provider,
         admin: args.admin.clone(),
@@ -174,8 +196,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             compile_cache_max_bytes: args.compile_cache_max_size.as_u64(),
             ..EngineSettings::default()
         },
-        kube_api_qps: args.kube_api_qps,
-        kube_api_burst: args.kube_api_burst,
     };
     serve(options, stop).await
 }
@@ -200,15 +220,13 @@ impl ProviderSetup {
 
 /// Everything a controller manager needs, whether from `run` or `local`.
 pub(crate) struct ManagerOptions {
-    pub(crate) kubeconfig: Option<PathBuf>,
+    pub(crate) client: ClientSettings,
     pub(crate) settings: Settings,
     pub(crate) provider: ProviderSetup,
     pub(crate) admin: AdminArgs,
     pub(crate) leader: Option<LeaderElectionConfig>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) engine: EngineSettings,
-    pub(crate) kube_api_qps: u32,
-    pub(crate) kube_api_burst: u32,
 }
 
 /// Serves the admin endpoints, loads the provider and keeps it up to date
@@ -238,9 +256,8 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
         });
     }
 
-    let client =
-        wasm_ccm_controllers::client(options.kubeconfig.as_deref(), options.kube_api_qps, options.kube_api_burst)
-            .await?;
+    let clients = Clients::new(&options.client).await?;
+    let client = clients.root();
     let ProviderSetup { template, source, inputs } = options.provider;
     let name = template.name.clone();
     let (source, regarding, poll_interval) = match source {
@@ -277,7 +294,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     tracing::info!(provider = %handle.info().name, parts = ?handle.info().parts, "loaded the provider");
     health.provider_loaded();
     tokio::spawn(reloader.run(stop.clone()));
-    let manager = ControllerManager::new(client.clone(), handle, options.settings, metrics.clone());
+    let manager = ControllerManager::new(clients, handle, options.settings, metrics.clone());
     manager.plan()?;
     let readiness = health.controllers();
     // A controller that stops on its own ends the process with its error,

@@ -36,6 +36,29 @@ impl ControllerName {
     }
 }
 
+impl ControllerName {
+    /// Upstream's name for the controller: its events' reporting component
+    /// and, with `--use-service-account-credentials`, its ServiceAccount
+    /// (upstream's route controller reports as `route_controller` and acts
+    /// as `route-controller`).
+    pub fn upstream_name(self) -> &'static str {
+        match self {
+            ControllerName::Service => "service-controller",
+            ControllerName::CloudNode => "cloud-node-controller",
+            ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle-controller",
+            ControllerName::Route => "route-controller",
+        }
+    }
+
+    /// The reporting component of its events, upstream's.
+    pub fn event_component(self) -> &'static str {
+        match self {
+            ControllerName::Route => "route_controller",
+            other => other.upstream_name(),
+        }
+    }
+}
+
 impl fmt::Display for ControllerName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use wasm_ccm_host::ProviderError;
 
+use crate::client::reachability::is_transport_error;
 use crate::node::addresses::AddressError;
-use crate::reachability::is_transport_error;
 
 /// Why a reconcile failed. Messages follow upstream's, so that events read
 /// as they do in any cluster.

@@ -454,9 +454,9 @@ pub struct TestEnv {
     /// The settings the context carries.
     pub settings: Settings,
     nodes: NodeCache,
-    node_writer: Writer<Node>,
+    node_writer: Mutex<Writer<Node>>,
     services: Store<Service>,
-    service_writer: Writer<Service>,
+    service_writer: Mutex<Writer<Service>>,
     events: Events,
     recorded: mpsc::Receiver<Pending>,
 }
@@ -475,9 +475,9 @@ impl TestEnv {
             cloud,
             settings: Settings::default(),
             nodes: NodeCache::new(node_store),
-            node_writer,
+            node_writer: Mutex::new(node_writer),
             services,
-            service_writer,
+            service_writer: Mutex::new(service_writer),
             events,
             recorded,
         }
@@ -529,25 +529,37 @@ impl TestEnv {
     }
 
     /// Puts `node` in the cache as it is.
-    pub fn cache_node(&mut self, node: Node) {
-        self.node_writer.apply_watcher_event(&watcher::Event::Apply(node));
+    pub fn cache_node(&self, node: Node) {
+        self.node_writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .apply_watcher_event(&watcher::Event::Apply(node));
         self.nodes.changed();
     }
 
     /// Removes `node` from the cache.
-    pub fn uncache_node(&mut self, node: Node) {
-        self.node_writer.apply_watcher_event(&watcher::Event::Delete(node));
+    pub fn uncache_node(&self, node: Node) {
+        self.node_writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .apply_watcher_event(&watcher::Event::Delete(node));
         self.nodes.changed();
     }
 
     /// Puts `service` in the cache as it is.
-    pub fn cache_service(&mut self, service: Service) {
-        self.service_writer.apply_watcher_event(&watcher::Event::Apply(service));
+    pub fn cache_service(&self, service: Service) {
+        self.service_writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .apply_watcher_event(&watcher::Event::Apply(service));
     }
 
     /// Removes `service` from the cache.
-    pub fn uncache_service(&mut self, service: Service) {
-        self.service_writer.apply_watcher_event(&watcher::Event::Delete(service));
+    pub fn uncache_service(&self, service: Service) {
+        self.service_writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .apply_watcher_event(&watcher::Event::Delete(service));
     }
 
     /// Node `name` as the API server has it, and into the cache.

@@ -12,7 +12,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::reachability::is_transport_error;
+use crate::client::reachability::is_transport_error;
 
 /// A change the cache has seen.
 #[derive(Debug)]

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::Client;
 use kube::api::Api;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::{ClientError, Clients};
 use crate::cloud::Cloud;
 use crate::config::{ControllerName, Settings};
 use crate::context::Context;
@@ -41,6 +41,9 @@ pub enum ManagerError {
     /// A controller stopped before it was asked to.
     #[error(transparent)]
     Stopped(#[from] Stopped),
+    /// A controller's client could not be made.
+    #[error(transparent)]
+    Client(#[from] ClientError),
 }
 
 /// Whether the caches are synced and the controllers running; clones share
@@ -81,16 +84,17 @@ fn check_cluster_cidrs(cidrs: &[IpNet]) -> Result<(), ManagerError> {
 
 /// Runs the cloud controllers.
 pub struct ControllerManager<C: Cloud> {
-    client: Client,
+    clients: Clients,
     cloud: C,
     settings: Arc<Settings>,
     metrics: Metrics,
 }
 
 impl<C: Cloud> ControllerManager<C> {
-    /// A manager for the controllers `settings` enables, calling `cloud`.
-    pub fn new(client: Client, cloud: C, settings: Settings, metrics: Metrics) -> Self {
-        ControllerManager { client, cloud, settings: Arc::new(settings), metrics }
+    /// A manager for the controllers `settings` enables, calling `cloud`,
+    /// each controller acting with its client of `clients`.
+    pub fn new(clients: impl Into<Clients>, cloud: C, settings: Settings, metrics: Metrics) -> Self {
+        ControllerManager { clients: clients.into(), cloud, settings: Arc::new(settings), metrics }
     }
 
     /// The controllers that will run, those enabled whose provider part is
@@ -131,16 +135,23 @@ impl<C: Cloud> ControllerManager<C> {
         Ok(plan)
     }
 
-    /// A controller's context, its events reported as `component`.
-    fn context(&self, nodes: &NodeCache, component: &str) -> Context<C> {
-        Context {
-            client: self.client.clone(),
+    /// A controller's context: its own client (until `stop`), its events
+    /// reported under upstream's component name.
+    async fn context(
+        &self,
+        nodes: &NodeCache,
+        controller: ControllerName,
+        stop: &CancellationToken,
+    ) -> Result<Context<C>, ManagerError> {
+        let client = self.clients.controller(controller.upstream_name(), stop.clone()).await?;
+        Ok(Context {
+            events: Events::new(client.clone(), controller.event_component()),
+            client,
             cloud: self.cloud.clone(),
             nodes: nodes.clone(),
-            events: Events::new(self.client.clone(), component),
             metrics: self.metrics.clone(),
             settings: self.settings.clone(),
-        }
+        })
     }
 
     /// Runs the controllers until `stop`, then waits for reconciles in
@@ -155,7 +166,7 @@ impl<C: Cloud> ControllerManager<C> {
             tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }
         let is_active = |controller| active.contains(&controller);
-        let client = &self.client;
+        let client = &self.clients.root();
         let mut tasks = JoinSet::new();
 
         let (node_changes, mut node_updates) = mpsc::unbounded_channel::<Change<Node>>();
@@ -165,17 +176,21 @@ impl<C: Cloud> ControllerManager<C> {
         tasks.spawn(node_watch);
         let nodes = NodeCache::new(node_store.clone());
 
-        let services = is_active(ControllerName::Service).then(|| {
+        let services = if is_active(ControllerName::Service) {
             let (service_changes, service_updates) = mpsc::unbounded_channel::<Change<Service>>();
             let (store, watch) = informer(Api::<Service>::all(client.clone()), stop.clone(), move |change| {
                 let _ = service_changes.send(change);
             });
             tasks.spawn(watch);
-            let controller = ServiceController::new(self.context(&nodes, "service-controller"), store.clone());
-            (store, service_updates, controller)
-        });
-        let cloud_node = is_active(ControllerName::CloudNode)
-            .then(|| CloudNodeController::new(self.context(&nodes, "cloud-node-controller")));
+            let context = self.context(&nodes, ControllerName::Service, &stop).await?;
+            Some((store.clone(), service_updates, ServiceController::new(context, store)))
+        } else {
+            None
+        };
+        let cloud_node = match is_active(ControllerName::CloudNode) {
+            true => Some(CloudNodeController::new(self.context(&nodes, ControllerName::CloudNode, &stop).await?)),
+            false => None,
+        };
 
         {
             let nodes = nodes.clone();
@@ -229,12 +244,12 @@ impl<C: Cloud> ControllerManager<C> {
             controllers.spawn(controller.run(working.clone()));
         }
         if is_active(ControllerName::CloudNodeLifecycle) {
-            let controller = NodeLifecycleController::new(self.context(&nodes, "cloud-node-lifecycle-controller"));
-            controllers.spawn(controller.run(working.clone()));
+            let context = self.context(&nodes, ControllerName::CloudNodeLifecycle, &stop).await?;
+            controllers.spawn(NodeLifecycleController::new(context).run(working.clone()));
         }
         if is_active(ControllerName::Route) {
-            let controller = RouteController::new(self.context(&nodes, "route_controller"));
-            controllers.spawn(controller.run(working.clone()));
+            let context = self.context(&nodes, ControllerName::Route, &stop).await?;
+            controllers.spawn(RouteController::new(context).run(working.clone()));
         }
         for controller in &active {
             self.metrics.controller_running(controller.as_str(), true);

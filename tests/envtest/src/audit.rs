@@ -11,13 +11,14 @@ use crate::error::EnvtestError;
 use crate::identity::Identity;
 
 /// An audit policy logging the metadata of the controller managers'
-/// requests and nothing else.
+/// requests, those of every ServiceAccount of `kube-system` (the controllers'
+/// own identities) included, and nothing else.
 pub(crate) fn policy() -> String {
     let users = [Identity::CloudControllerManager, Identity::UpstreamControllerManager]
         .map(|identity| format!("\"{}\"", identity.user()))
         .join(", ");
     format!(
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n    users: [{users}]\n  - level: None\n"
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n    users: [{users}]\n  - level: Metadata\n    userGroups: [\"system:serviceaccounts:kube-system\"]\n  - level: None\n"
     )
 }
 
@@ -31,6 +32,8 @@ pub struct AuditedRequest {
     /// `services`, `services/status`, `events.events.k8s.io`..., or the
     /// path of a non-resource request.
     pub resource: String,
+    /// The answer's HTTP status; 0 when the log has none.
+    pub code: u16,
 }
 
 /// Requests counted from the audit log.
@@ -48,6 +51,12 @@ struct Event {
     request_uri: String,
     user: User,
     object_ref: Option<ObjectRef>,
+    response_status: Option<ResponseStatus>,
+}
+
+#[derive(Deserialize)]
+struct ResponseStatus {
+    code: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -88,7 +97,8 @@ impl AuditedRequests {
                 }
                 _ => event.request_uri.split('?').next().unwrap_or_default().to_owned(),
             };
-            let request = AuditedRequest { user: event.user.username, verb: event.verb, resource };
+            let code = event.response_status.and_then(|status| status.code).unwrap_or(0);
+            let request = AuditedRequest { user: event.user.username, verb: event.verb, resource, code };
             *requests.counts.entry(request).or_default() += 1;
         }
         Ok(requests)
@@ -154,7 +164,8 @@ mod tests {
         let log = [
             line("ResponseStarted", "watch", r#"{"resource":"services","apiVersion":"v1"}"#),
             line("ResponseComplete", "watch", r#"{"resource":"services","apiVersion":"v1"}"#),
-            line("ResponseComplete", "patch", r#"{"resource":"services","subresource":"status","apiVersion":"v1"}"#),
+            line("ResponseComplete", "patch", r#"{"resource":"services","subresource":"status","apiVersion":"v1"}"#)
+                .replace("}}", r#"},"responseStatus":{"code":403}}"#),
             line("ResponseComplete", "create", r#"{"resource":"events","apiGroup":"events.k8s.io","apiVersion":"v1"}"#),
             "not json".to_owned(),
         ]
@@ -165,6 +176,7 @@ mod tests {
         let requests = AuditedRequests::read(&path).unwrap().of(Identity::CloudControllerManager);
         assert_eq!(requests.count("watch", "services"), 1);
         assert_eq!(requests.count("patch", "services/status"), 1);
+        assert!(requests.iter().any(|(request, _)| request.code == 403 && request.verb == "patch"));
         assert_eq!(requests.count("create", "events.events.k8s.io"), 1);
         assert_eq!(requests.total(), 3);
         assert_eq!(requests.of(Identity::Admin).total(), 0);

@@ -106,8 +106,9 @@ impl ControlPlane {
             etcd_url,
         };
         plane.start_apiserver().await?;
-        let admin = plane.client(Identity::Admin).await?;
-        rbac::apply(&admin, &rbac::manifest()).await?;
+        let manifest = rbac::manifest();
+        let text = std::fs::read_to_string(&manifest).map_err(EnvtestError::file(&manifest))?;
+        plane.apply_rbac(&text, &manifest).await?;
         plane.wait_for_rbac().await?;
         Ok(plane)
     }
@@ -192,6 +193,16 @@ impl ControlPlane {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
+    }
+
+    /// Applies the RBAC objects of the YAML stream `text`, read from
+    /// `origin` (for errors), as an administrator: created, or replacing
+    /// those of the same name; other kinds are skipped.
+    ///
+    /// # Errors
+    /// When the stream is not YAML or the API server refuses an object.
+    pub async fn apply_rbac(&self, text: &str, origin: &Path) -> Result<(), EnvtestError> {
+        rbac::apply(&self.client(Identity::Admin).await?, text, origin).await
     }
 
     /// `https://127.0.0.1:PORT`.

@@ -1,5 +1,6 @@
-//! `deploy/rbac.yaml`, applied as `kubectl apply -k deploy/` would: its
-//! cluster-wide objects as they are, its namespaced ones in `kube-system`.
+//! RBAC objects from manifests, applied as `kubectl apply` would: created,
+//! or replacing those of the same name; `deploy/rbac.yaml`'s namespaced
+//! ones in `kube-system`, as `kubectl apply -k deploy/` puts them.
 
 use std::path::{Path, PathBuf};
 
@@ -19,40 +20,48 @@ pub(crate) fn manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/rbac.yaml")
 }
 
-/// Creates every object of `path` with `client`.
-pub(crate) async fn apply(client: &Client, path: &Path) -> Result<(), EnvtestError> {
-    let text = std::fs::read_to_string(path).map_err(EnvtestError::file(path))?;
-    let invalid = |message: String| EnvtestError::Manifest { path: path.to_owned(), message };
-    for document in serde_norway::Deserializer::from_str(&text) {
+/// Applies the RBAC objects of the YAML stream `text` (other kinds are
+/// skipped), namespaced ones in their namespace or else `kube-system`.
+pub(crate) async fn apply(client: &Client, text: &str, origin: &Path) -> Result<(), EnvtestError> {
+    let invalid = |message: String| EnvtestError::Manifest { path: origin.to_owned(), message };
+    for document in serde_norway::Deserializer::from_str(text) {
         let object = Value::deserialize(document).map_err(|err| invalid(err.to_string()))?;
-        if object.is_null() {
-            continue;
+        let namespace = object["metadata"]["namespace"].as_str().unwrap_or(NAMESPACE).to_owned();
+        match object["kind"].as_str().unwrap_or_default() {
+            "ClusterRole" => put(Api::<ClusterRole>::all(client.clone()), object).await,
+            "ClusterRoleBinding" => put(Api::<ClusterRoleBinding>::all(client.clone()), object).await,
+            "Role" => put(Api::<Role>::namespaced(client.clone(), &namespace), object).await,
+            "RoleBinding" => put(Api::<RoleBinding>::namespaced(client.clone(), &namespace), object).await,
+            _ => Ok(()),
         }
-        let kind = object["kind"].as_str().unwrap_or_default().to_owned();
-        let params = PostParams::default();
-        match kind.as_str() {
-            "ClusterRole" => {
-                Api::<ClusterRole>::all(client.clone()).create(&params, &typed(object).map_err(invalid)?).await?;
-            }
-            "ClusterRoleBinding" => {
-                Api::<ClusterRoleBinding>::all(client.clone())
-                    .create(&params, &typed(object).map_err(invalid)?)
-                    .await?;
-            }
-            "Role" => {
-                Api::<Role>::namespaced(client.clone(), NAMESPACE)
-                    .create(&params, &typed(object).map_err(invalid)?)
-                    .await?;
-            }
-            "RoleBinding" => {
-                Api::<RoleBinding>::namespaced(client.clone(), NAMESPACE)
-                    .create(&params, &typed(object).map_err(invalid)?)
-                    .await?;
-            }
-            other => return Err(invalid(format!("unexpected kind {other:?}"))),
-        }
+        .map_err(|err| match err {
+            Put::Invalid(message) => invalid(message),
+            Put::Kube(err) => EnvtestError::Kube(err),
+        })?;
     }
     Ok(())
+}
+
+enum Put {
+    Invalid(String),
+    Kube(kube::Error),
+}
+
+/// Creates `object`, or replaces the one of its name.
+async fn put<K>(api: Api<K>, object: Value) -> Result<(), Put>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut object: K = typed(object).map_err(Put::Invalid)?;
+    match api.create(&PostParams::default(), &object).await {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let name = object.meta().name.clone().unwrap_or_default();
+            let existing = api.get(&name).await.map_err(Put::Kube)?;
+            object.meta_mut().resource_version = existing.meta().resource_version.clone();
+            api.replace(&name, &PostParams::default(), &object).await.map(drop).map_err(Put::Kube)
+        }
+        created => created.map(drop).map_err(Put::Kube),
+    }
 }
 
 fn typed<T: serde::de::DeserializeOwned>(object: Value) -> Result<T, String> {

@@ -26,7 +26,9 @@ use serde::Serialize;
 use serde::de::{Deserialize as _, DeserializeOwned};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::{ApiServer, RequestAttributes, RequestCounts};
+use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
+use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::process::{Process, free_port};
 use wasm_ccm_tests::repository;
 
@@ -79,6 +81,12 @@ impl Manifests {
     /// given, `cloud_config` as `provider/cloud-config.json`, as its README
     /// says to.
     fn build(wasm: &[u8], cloud_config: Option<&str>) -> Self {
+        Self::build_with(wasm, cloud_config, &[])
+    }
+
+    /// Builds `deploy/` as [`Manifests::build`], through an overlay that
+    /// adds the `components` of `deploy/components/`.
+    fn build_with(wasm: &[u8], cloud_config: Option<&str>, components: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let deploy = dir.path().join("deploy");
         copy_dir(&repository().join("deploy"), &deploy);
@@ -86,7 +94,13 @@ impl Manifests {
         if let Some(config) = cloud_config {
             std::fs::write(deploy.join("provider/cloud-config.json"), config).unwrap();
         }
-        let output = Command::new("kubectl").arg("kustomize").arg(&deploy).output().expect("kubectl runs");
+        let overlay = dir.path().join("overlay");
+        std::fs::create_dir_all(&overlay).unwrap();
+        let components: Vec<String> =
+            components.iter().map(|component| format!("../deploy/components/{component}")).collect();
+        let kustomization = json!({"resources": ["../deploy"], "components": components});
+        std::fs::write(overlay.join("kustomization.yaml"), kustomization.to_string()).unwrap();
+        let output = Command::new("kubectl").arg("kustomize").arg(&overlay).output().expect("kubectl runs");
         assert!(output.status.success(), "kubectl kustomize: {}", String::from_utf8_lossy(&output.stderr));
         let text = String::from_utf8(output.stdout).expect("kustomize prints UTF-8");
         std::fs::write(dir.path().join("built.yaml"), &text).unwrap();
@@ -1090,4 +1104,96 @@ async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
     assert_eq!(config_map_requests, BTreeSet::from(expected), "the requests made:\n{made}");
     let unused = unused_grants(&cluster.grants, &used);
     assert!(!unused.iter().any(|grant| grant.contains("configmaps")), "{unused:?}");
+}
+
+/// With the `controller-identities` component, on a real API server under
+/// its RBAC: each controller writes as its own ServiceAccount, made by
+/// wasm-ccm with a token from the TokenRequest API, and wasm-ccm's own
+/// identity, which the component leaves only reads, events, leader election
+/// and those tokens, writes no node or Service.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_controller_acts_as_its_own_service_account() {
+    let Some(Backend::Real(assets)) = Backend::real("deploy::each_controller_acts_as_its_own_service_account") else {
+        return;
+    };
+    let plane = ControlPlane::start(&assets, Options { audit: true }).await.unwrap();
+    let cloud = FakeCloud::start().await.unwrap();
+    let config = json!({
+        "cloud": cloud.url(),
+        "loadBalancerPool": ["198.51.100.0/24"],
+        "instances": [
+            {"name": "node-a", "id": "i-a", "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]},
+            {"name": "node-gone", "id": "i-g", "state": "terminated"}
+        ]
+    });
+    let manifests =
+        Manifests::build_with(&component("provider_fake.wasm"), Some(&config.to_string()), &["controller-identities"]);
+    let built = std::fs::read_to_string(manifests.built()).unwrap();
+    plane.apply_rbac(&built, &manifests.built()).await.unwrap();
+    let admin = plane.client(Identity::Admin).await.unwrap();
+    let nodes: Api<Node> = Api::all(admin.clone());
+    create_node(&nodes, "node-a", true, true, "10.244.1.0/24").await;
+    create_node(&nodes, "node-gone", false, false, "10.244.2.0/24").await;
+
+    let pod_name = "wasm-ccm-7c9d5b8f6-x2v9c";
+    let root = manifests.dir.path().join(pod_name);
+    let (mut args, env) = replica(&manifests, pod_name, &root);
+    assert!(args.contains(&"--use-service-account-credentials=true".to_owned()), "{args:?}");
+    let kubeconfig = root.join("kubeconfig");
+    plane.write_kubeconfig(Identity::CloudControllerManager, &kubeconfig).unwrap();
+    let replaced = [
+        ("--kubeconfig", kubeconfig.display().to_string()),
+        ("--bind-address", "127.0.0.1".to_owned()),
+        ("--secure-port", free_port().to_string()),
+        ("--provider-allow", cloud.url()),
+        ("--configure-cloud-routes", "true".to_owned()),
+        ("--cluster-cidr", "10.244.0.0/16".to_owned()),
+        ("--node-monitor-period", "200ms".to_owned()),
+        ("--route-reconciliation-period", "300ms".to_owned()),
+    ];
+    for (flag, value) in replaced {
+        set_flag(&mut args, flag, &value);
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+    let mut process = Process::start(&args, &env);
+
+    let services: Api<Service> = Api::namespaced(admin.clone(), "default");
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]},
+    }))
+    .unwrap();
+    services.create(&PostParams::default(), &service).await.unwrap();
+    wait("an ingress for web", async || {
+        let service = services.get("web").await.ok()?;
+        service.status?.load_balancer?.ingress?.first()?.ip.clone()
+    })
+    .await;
+    wait("node-a initialised and routed", async || {
+        let node = serde_json::to_value(nodes.get("node-a").await.ok()?).ok()?;
+        (node["spec"]["providerID"] == "fake://i-a" && network_available(&node)).then_some(())
+    })
+    .await;
+    wait("node-gone deleted", async || nodes.get_opt("node-gone").await.ok()?.is_none().then_some(())).await;
+    process.signal("TERM");
+    process.wait(Duration::from_secs(30)).await.expect("it stops");
+
+    let requests = plane.audited_requests().unwrap();
+    let writers = |verb: &str, resource: &str| -> BTreeSet<String> {
+        requests
+            .iter()
+            .filter(|(request, _)| request.verb == verb && request.resource == resource)
+            .map(|(request, _)| request.user.trim_start_matches("system:serviceaccount:kube-system:").to_owned())
+            .collect()
+    };
+    let set = |users: &[&str]| users.iter().map(|user| (*user).to_owned()).collect::<BTreeSet<String>>();
+    assert_eq!(writers("patch", "services"), set(&["service-controller"]), "the finalizer");
+    assert_eq!(writers("patch", "services/status"), set(&["service-controller"]));
+    assert_eq!(writers("patch", "nodes"), set(&["cloud-node-controller"]), "provider ID, labels, taint");
+    assert_eq!(writers("patch", "nodes/status"), set(&["cloud-node-controller", "route-controller"]));
+    assert_eq!(writers("delete", "nodes"), set(&["cloud-node-lifecycle-controller"]));
+    assert_eq!(writers("create", "serviceaccounts/token"), set(&["cloud-controller-manager"]));
+    assert_eq!(writers("list", "services"), set(&["cloud-controller-manager"]), "the shared caches");
+    let refused: Vec<_> = requests.iter().filter(|(request, _)| request.code == 403).collect();
+    assert!(refused.is_empty(), "nothing was refused: {refused:?}");
 }

@@ -28,6 +28,10 @@ const BACKOFF: Backoff = Backoff { base: Duration::from_secs(1), max: Duration::
 /// Writes of a node's spec tried again after a conflict, without asking the
 /// cloud again.
 const CONFLICT_RETRIES: usize = 5;
+/// How long a retry waits for the watch to bring the node's next version.
+const NEXT_VERSION_WAIT: Duration = Duration::from_secs(1);
+/// How often the cache is looked at meanwhile.
+const NEXT_VERSION_POLL: Duration = Duration::from_millis(50);
 
 /// Initialises nodes, one at a time per node.
 pub(super) struct InitializeNode<C> {
@@ -96,8 +100,8 @@ impl<C: Cloud> InitializeNode<C> {
     }
 
     /// Sets the provider ID and the labels and removes the taint, on the
-    /// version of the node read last; after a conflict, on the version read
-    /// again.
+    /// version of the node read last; after a conflict, on the next version
+    /// the cache sees, as upstream retries on its lister.
     async fn patch_spec(&self, name: &str, mut node: Arc<Node>, metadata: &InstanceMetadata) -> Result<(), Error> {
         let mut attempt = 1;
         loop {
@@ -118,11 +122,29 @@ impl<C: Cloud> InitializeNode<C> {
                 Ok(_) => return Ok(()),
                 Err(err) if err.is_conflict() && attempt < CONFLICT_RETRIES => {
                     attempt += 1;
-                    tracing::debug!(node = name, "the node changed meanwhile; writing on its latest version");
-                    node = Arc::new(self.api.get(name).await.map_err(Error::api("failed to read the node"))?);
+                    tracing::debug!(node = name, "the node changed meanwhile; writing on its next version");
+                    node = self.next_version(&node).await;
                 }
                 Err(err) => return Err(err),
             }
+        }
+    }
+
+    /// The first version of `node` the cache has after it, waiting for the
+    /// watch to bring it; the cached one when none comes in time.
+    async fn next_version(&self, node: &Node) -> Arc<Node> {
+        let key = ObjectRef::from_obj(node);
+        let mut waited = Duration::ZERO;
+        loop {
+            let cached = self.ctx.nodes.store().get(&key);
+            match cached {
+                Some(cached) if cached.metadata.resource_version != node.metadata.resource_version => return cached,
+                Some(cached) if waited >= NEXT_VERSION_WAIT => return cached,
+                None if waited >= NEXT_VERSION_WAIT => return Arc::new(node.clone()),
+                _ => {}
+            }
+            tokio::time::sleep(NEXT_VERSION_POLL).await;
+            waited += NEXT_VERSION_POLL;
         }
     }
 
@@ -255,12 +277,18 @@ mod tests {
                     .with_addresses(&[("InternalIP", "10.0.0.1"), ("Hostname", "node-a")]),
             )
             .await;
-        // Someone labels the node after the cache saw it.
+        // Someone labels the node after the cache saw it; the watch brings
+        // that version a little later.
         let api = Api::<Node>::all(env.client.clone());
         let patch = serde_json::json!({"metadata": {"labels": {"team": "a"}}});
-        api.patch("node-a", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+        let labelled = api.patch("node-a", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
         env.cache_node(created);
-        initialize(&env, "node-a").await.unwrap();
+        let watch = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            env.cache_node(labelled);
+        };
+        let (initialized, ()) = tokio::join!(initialize(&env, "node-a"), watch);
+        initialized.unwrap();
         let node = env.node("node-a").await;
         assert!(!has_taint(&node, UNINITIALIZED));
         assert_eq!(node.metadata.labels.unwrap_or_default().get("team").map(String::as_str), Some("a"));

@@ -168,7 +168,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_node_s_provider_id_or_deletion_changes_the_set() {
-        let (mut env, memory, _) = ensured().await;
+        let (env, memory, _) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
         env.cache_node(Node::test("node-a").with_provider_id("test://i-a"));
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
