@@ -11,15 +11,16 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
 use super::ServiceKey;
-use super::rules::wants_load_balancer;
+use super::rules::{sync_digest, wants_load_balancer};
 use crate::locks::KeyLocks;
 use crate::nodes::Fingerprint;
 
 /// One Service's memory.
 #[derive(Debug, Default)]
 struct Remembered {
-    /// The digest of its relevant fields last seen.
+    /// The digest of its relevant fields last seen, and the copy seen.
     digest: Option<u64>,
+    seen: Option<Arc<Service>>,
     /// The copy last reconciled, whose load balancer is deleted should the
     /// Service vanish or come back with another UID.
     last: Option<Arc<Service>>,
@@ -29,6 +30,16 @@ struct Remembered {
     ensured: Option<Instant>,
     /// The status last written, and what the API server made of it.
     written: Option<(LoadBalancerStatus, LoadBalancerStatus)>,
+}
+
+/// What a copy seen in the cache tells of the Service.
+pub(super) struct Observed {
+    /// Its relevant fields changed since the copy seen before.
+    pub changed: bool,
+    /// The copy last reconciled wanted a load balancer.
+    pub wanted: bool,
+    /// The copy seen before.
+    pub previous: Option<Arc<Service>>,
 }
 
 /// Every Service's memory, and a lock per Service so that its sync and a
@@ -48,12 +59,13 @@ impl Memory {
         update(self.lock().entry(key.clone()).or_default())
     }
 
-    /// Records the digest of a Service's relevant fields: whether it
-    /// changed, and whether the copy last reconciled wanted a load balancer.
-    pub(super) fn observe(&self, key: &ServiceKey, digest: u64) -> (bool, bool) {
-        self.with(key, |remembered| {
-            let changed = remembered.digest.replace(digest) != Some(digest);
-            (changed, remembered.last.as_deref().is_some_and(wants_load_balancer))
+    /// Records a copy of a Service seen in the cache.
+    pub(super) fn observe(&self, key: &ServiceKey, service: &Arc<Service>) -> Observed {
+        let digest = sync_digest(service);
+        self.with(key, |remembered| Observed {
+            changed: remembered.digest.replace(digest) != Some(digest),
+            wanted: remembered.last.as_deref().is_some_and(wants_load_balancer),
+            previous: remembered.seen.replace(service.clone()),
         })
     }
 
@@ -106,7 +118,8 @@ impl Memory {
     /// or delete.
     pub(super) fn deleted(&self, key: &ServiceKey) {
         self.with(key, |remembered| {
-            *remembered = Remembered { digest: remembered.digest, ..Remembered::default() };
+            *remembered =
+                Remembered { digest: remembered.digest, seen: remembered.seen.take(), ..Remembered::default() };
         });
     }
 

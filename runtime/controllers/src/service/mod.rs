@@ -13,16 +13,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
+use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use self::memory::Memory;
 use self::node_sync::NodeSync;
-use self::rules::{has_finalizer, needs_cleanup, sync_digest, wants_load_balancer};
+use self::rules::{has_finalizer, needs_cleanup, update_event, wants_load_balancer};
 use self::sync::ServiceSync;
 use crate::cloud::Cloud;
 use crate::context::Context;
+use crate::events::Events;
 use crate::informer::Change;
 use crate::runner::{All, Runner, Stopped, stopping_all_on_failure};
 use crate::workqueue::WorkQueue;
@@ -49,6 +51,7 @@ pub struct ServiceTriggers {
     services: Store<Service>,
     queue: WorkQueue<ServiceKey>,
     node_queue: WorkQueue<All>,
+    events: Events,
 }
 
 impl<C: Cloud> ServiceController<C> {
@@ -64,7 +67,13 @@ impl<C: Cloud> ServiceController<C> {
             1,
             ctx.metrics.clone(),
         );
-        let triggers = ServiceTriggers { memory, services, queue: sync.queue(), node_queue: node_sync.queue() };
+        let triggers = ServiceTriggers {
+            memory,
+            services,
+            queue: sync.queue(),
+            node_queue: node_sync.queue(),
+            events: ctx.events.clone(),
+        };
         ServiceController { triggers, sync, node_sync, resync_period: ctx.settings.load_balancer_resync_period }
     }
 
@@ -98,9 +107,14 @@ impl ServiceTriggers {
         match change {
             Change::Applied(service) => {
                 let key = ObjectRef::from_obj(&*service);
-                let (changed, wanted) = self.memory.observe(&key, sync_digest(&service));
-                let ours = wants_load_balancer(&service) || wanted || has_finalizer(&service);
-                if (changed && ours) || needs_cleanup(&service) {
+                let observed = self.memory.observe(&key, &service);
+                let ours = wants_load_balancer(&service) || observed.wanted || has_finalizer(&service);
+                if let Some(previous) = observed.previous.filter(|_| observed.changed) {
+                    if let Some((reason, note)) = update_event(&previous, &service) {
+                        self.events.normal(service.object_ref(&()), reason, note);
+                    }
+                }
+                if (observed.changed && ours) || needs_cleanup(&service) {
                     self.queue.add(key);
                 }
             }
@@ -157,4 +171,30 @@ fn spread(key: &ServiceKey, period: Duration) -> Duration {
     key.hash(&mut hasher);
     let fifth = period / 5;
     Duration::from_millis(hasher.finish() % u64::try_from(fifth.as_millis()).unwrap_or(u64::MAX).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{ServiceFixture, TestCloud, TestEnv};
+
+    #[tokio::test]
+    async fn a_relevant_change_is_a_normal_event_and_a_sync() {
+        let mut env = TestEnv::new(TestCloud::default()).await;
+        let controller = ServiceController::new(env.context(), env.services());
+        let triggers = controller.triggers();
+        let service = Service::test("web");
+        triggers.observe(Change::Applied(Arc::new(service.clone())));
+        assert_eq!(env.events(), [], "a Service seen first is no change");
+
+        let mut moved = service.clone();
+        moved.spec.as_mut().unwrap().load_balancer_ip = Some("192.0.2.9".into());
+        triggers.observe(Change::Applied(Arc::new(moved.clone())));
+        let events: Vec<_> = env.events().into_iter().map(|(_, reason, _, note)| (reason, note)).collect();
+        assert_eq!(events, [("LoadbalancerIP".to_owned(), " -> 192.0.2.9".to_owned())]);
+        assert_eq!(controller.sync.queue().len(), 1, "and the Service is queued");
+
+        triggers.observe(Change::Applied(Arc::new(moved)));
+        assert_eq!(env.events(), [], "the same copy again changes nothing");
+    }
 }

@@ -4,7 +4,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service, ServiceSpec};
 
 /// The finalizer that keeps a Service until its load balancer is gone.
 pub const LOAD_BALANCER_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
@@ -61,6 +61,73 @@ pub fn sync_digest(service: &Service) -> u64 {
         spec.ip_families.as_ref().map_or(0, Vec::len).hash(&mut hasher);
     }
     hasher.finish()
+}
+
+/// The Normal event upstream's `needsUpdate` records for a change from
+/// `old` to `new`, `(reason, note)`: the first relevant change in
+/// upstream's order names the event, and a change it records nothing for
+/// (ports, affinity, annotations, IP families) comes first when earlier in
+/// that order.
+pub fn update_event(old: &Service, new: &Service) -> Option<(&'static str, String)> {
+    let (wanted, wants) = (wants_load_balancer(old), wants_load_balancer(new));
+    if !wanted && !wants {
+        return None;
+    }
+    let default = ServiceSpec::default();
+    let before = old.spec.as_ref().unwrap_or(&default);
+    let after = new.spec.as_ref().unwrap_or(&default);
+    if wanted != wants {
+        return Some(("Type", format!("{} -> {}", text(&before.type_), text(&after.type_))));
+    }
+    if before.load_balancer_source_ranges != after.load_balancer_source_ranges {
+        let note =
+            format!("{} -> {}", list(&before.load_balancer_source_ranges), list(&after.load_balancer_source_ranges));
+        return Some(("LoadBalancerSourceRanges", note));
+    }
+    if before.ports != after.ports
+        || before.session_affinity != after.session_affinity
+        || before.session_affinity_config != after.session_affinity_config
+    {
+        return None;
+    }
+    if before.load_balancer_ip != after.load_balancer_ip {
+        let note = format!("{} -> {}", text(&before.load_balancer_ip), text(&after.load_balancer_ip));
+        return Some(("LoadbalancerIP", note));
+    }
+    let (old_ips, new_ips) =
+        (before.external_ips.as_deref().unwrap_or_default(), after.external_ips.as_deref().unwrap_or_default());
+    if old_ips.len() != new_ips.len() {
+        return Some(("ExternalIP", format!("Count: {} -> {}", old_ips.len(), new_ips.len())));
+    }
+    if let Some((_, added)) = old_ips.iter().zip(new_ips).find(|(old, new)| old != new) {
+        return Some(("ExternalIP", format!("Added: {added}")));
+    }
+    if old.metadata.annotations != new.metadata.annotations {
+        return None;
+    }
+    if old.metadata.uid != new.metadata.uid {
+        return Some(("UID", format!("{} -> {}", text(&old.metadata.uid), text(&new.metadata.uid))));
+    }
+    if before.external_traffic_policy != after.external_traffic_policy {
+        let note = format!("{} -> {}", text(&before.external_traffic_policy), text(&after.external_traffic_policy));
+        return Some(("ExternalTrafficPolicy", note));
+    }
+    if before.health_check_node_port != after.health_check_node_port {
+        let port = |port: Option<i32>| port.unwrap_or_default();
+        let note = format!("{} -> {}", port(before.health_check_node_port), port(after.health_check_node_port));
+        return Some(("HealthCheckNodePort", note));
+    }
+    None
+}
+
+/// A string field as Go prints it: empty when unset.
+fn text(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or_default()
+}
+
+/// A list as Go's `%v` prints a slice: `[a b]`.
+fn list(values: &Option<Vec<String>>) -> String {
+    format!("[{}]", values.as_deref().unwrap_or_default().join(" "))
 }
 
 /// Whether the node may back load balancers: not being deleted, not
@@ -159,6 +226,58 @@ mod tests {
         for changed in changes {
             assert_ne!(sync_digest(&changed), digest, "{changed:?}");
         }
+    }
+
+    fn spec(service: &mut Service) -> &mut ServiceSpec {
+        service.spec.as_mut().unwrap()
+    }
+
+    #[test]
+    fn changes_are_reported_as_upstream_s_events() {
+        let base = finalized(service("LoadBalancer"));
+        let change = |edit: &dyn Fn(&mut Service)| {
+            let mut changed = base.clone();
+            edit(&mut changed);
+            update_event(&base, &changed)
+        };
+        let event = |reason: &'static str, note: &str| Some((reason, note.to_owned()));
+
+        assert_eq!(update_event(&base, &finalized(service("NodePort"))), event("Type", "LoadBalancer -> NodePort"));
+        assert_eq!(update_event(&service("ClusterIP"), &service("NodePort")), None, "neither wants one");
+        assert_eq!(
+            change(&|s| spec(s).load_balancer_source_ranges = Some(vec!["10.0.0.0/8".into(), "fd00::/8".into()])),
+            event("LoadBalancerSourceRanges", "[] -> [10.0.0.0/8 fd00::/8]")
+        );
+        assert_eq!(
+            change(&|s| spec(s).load_balancer_ip = Some("1.2.3.4".into())),
+            event("LoadbalancerIP", " -> 1.2.3.4")
+        );
+        assert_eq!(
+            change(&|s| spec(s).external_ips = Some(vec!["1.2.3.4".into()])),
+            event("ExternalIP", "Count: 0 -> 1")
+        );
+        assert_eq!(change(&|s| s.metadata.uid = Some("other".into())), event("UID", "uid -> other"));
+        assert_eq!(
+            change(&|s| spec(s).external_traffic_policy = Some("Local".into())),
+            event("ExternalTrafficPolicy", " -> Local")
+        );
+        assert_eq!(
+            change(&|s| spec(s).health_check_node_port = Some(31000)),
+            event("HealthCheckNodePort", "0 -> 31000")
+        );
+
+        let mut two_ips = base.clone();
+        spec(&mut two_ips).external_ips = Some(vec!["1.2.3.4".into(), "1.2.3.5".into()]);
+        let mut other_ip = two_ips.clone();
+        spec(&mut other_ip).external_ips = Some(vec!["1.2.3.4".into(), "1.2.3.6".into()]);
+        assert_eq!(update_event(&two_ips, &other_ip), event("ExternalIP", "Added: 1.2.3.6"));
+
+        // Earlier in upstream's order, a change without an event hides later ones.
+        let mut port_and_ip = base.clone();
+        spec(&mut port_and_ip).ports.as_mut().unwrap()[0].port = 81;
+        spec(&mut port_and_ip).load_balancer_ip = Some("1.2.3.4".into());
+        assert_eq!(update_event(&base, &port_and_ip), None);
+        assert_eq!(change(&|s| s.metadata.annotations = Some([("a".into(), "b".into())].into())), None);
     }
 
     #[test]
