@@ -12,9 +12,11 @@
 //!
 //! Beyond the URL, every address the host connects to is checked: loopback,
 //! link-local (the cloud metadata address 169.254.169.254 among them),
-//! private, shared, multicast and unspecified addresses are refused unless an
-//! IP or network entry covers them, whether the URL names them or a DNS name
-//! resolves to them.
+//! private, shared, multicast, unspecified and other special-purpose
+//! addresses (benchmarking, IETF, Azure WireServer, local-use NAT64, 6to4,
+//! discard-only, and IPv4 embedded in IPv6) are refused unless an IP or
+//! network entry covers them and allows the request's scheme and port,
+//! whether the URL names them or a DNS name resolves to them.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
