@@ -1,14 +1,21 @@
 //! A loopback HTTP server for providers to reach: it answers, echoes,
-//! redirects, sends large bodies and stalls on request.
+//! redirects, sends large bodies, answers slowly and stalls on request, and
+//! counts its open connections.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 
 use axum::Router;
 use axum::extract::Query;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
+use axum::serve::Listener;
 use axum_server::tls_rustls::RustlsConfig;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 use wasm_ccm_envtest::pki::LoopbackTls;
 
@@ -16,6 +23,7 @@ use wasm_ccm_envtest::pki::LoopbackTls;
 pub struct EchoServer {
     address: SocketAddr,
     scheme: &'static str,
+    open: Arc<AtomicUsize>,
     _stop: oneshot::Sender<()>,
 }
 
@@ -51,8 +59,67 @@ async fn stall() -> Response {
     StatusCode::OK.into_response()
 }
 
+async fn slow() -> &'static str {
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    "slow"
+}
+
+/// A connection that counts itself among the open ones until dropped.
+struct Counted {
+    stream: tokio::net::TcpStream,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// A listener whose connections count themselves while open.
+struct CountingListener {
+    listener: tokio::net::TcpListener,
+    open: Arc<AtomicUsize>,
+}
+
+impl Listener for CountingListener {
+    type Io = Counted;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, address) = Listener::accept(&mut self.listener).await;
+        self.open.fetch_add(1, Ordering::SeqCst);
+        (Counted { stream, open: self.open.clone() }, address)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.listener.local_addr()
+    }
+}
+
 fn router() -> Router {
     Router::new()
+        .route("/slow", get(slow))
         .route("/hello", get(hello))
         .route("/headers", get(headers))
         .route("/redirect", get(redirect))
@@ -68,6 +135,8 @@ impl EchoServer {
     pub async fn start() -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
+        let open = Arc::new(AtomicUsize::new(0));
+        let listener = CountingListener { listener, open: open.clone() };
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, router())
@@ -76,7 +145,7 @@ impl EchoServer {
                 })
                 .await;
         });
-        Ok(EchoServer { address, scheme: "http", _stop: stop })
+        Ok(EchoServer { address, scheme: "http", open, _stop: stop })
     }
 
     /// Starts the server over HTTPS with `tls`'s certificate on a free
@@ -101,7 +170,7 @@ impl EchoServer {
             handle.shutdown();
         });
         tokio::spawn(async move { server.serve(router().into_make_service()).await });
-        Ok(EchoServer { address, scheme: "https", _stop: stop })
+        Ok(EchoServer { address, scheme: "https", open: Arc::default(), _stop: stop })
     }
 
     /// `http://127.0.0.1:<port>`, or `https://` for a TLS server.
@@ -112,5 +181,10 @@ impl EchoServer {
     /// Its port.
     pub fn port(&self) -> u16 {
         self.address.port()
+    }
+
+    /// Connections open to it now (plain HTTP servers only).
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 }

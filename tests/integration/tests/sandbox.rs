@@ -372,3 +372,17 @@ async fn a_network_entry_lets_its_addresses_through_for_its_own_scheme_and_port_
     let message = denied(run(&handle, "http", &format!("http://localhost:{port}/hello")).await);
     assert!(message.contains("loopback"), "the network entry names another port: {message}");
 }
+
+#[tokio::test]
+async fn a_provider_keeps_few_idle_connections_per_host() {
+    let server = EchoServer::start().await.unwrap();
+    let handle = hostile(Limits::default(), allow(&[&server.url()]), Credentials::default()).await;
+    let url = format!("{}/slow", server.url());
+    let calls = (0..16).map(|_| run(&handle, "http", &url));
+    for answer in futures::future::join_all(calls).await {
+        assert_eq!(answer.unwrap(), "status 200 body slow");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let open = server.open_connections();
+    assert!((1..=4).contains(&open), "{open} idle connections kept after 16 at once");
+}
