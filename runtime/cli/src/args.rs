@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::conformance::ConformanceArgs;
 use crate::local::LocalArgs;
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
@@ -50,6 +51,10 @@ pub enum ProviderCommand {
     /// Check a component's sha256 pin and signature, from a file or a
     /// registry; fails when it does not verify.
     Verify(VerifyArgs),
+    /// Check that a provider behaves as the controllers expect, over every
+    /// part it supports, with the nodes and Services of a fixture; fails
+    /// when a check fails.
+    Conformance(ConformanceArgs),
 }
 
 #[cfg(test)]
