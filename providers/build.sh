@@ -10,7 +10,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-guests=(provider-fake guest-hostile guest-other-world)
+guests=(provider-fake guest-hostile guest-other-world guest-sloppy)
 [ -d "$root/providers/aws" ] && guests+=(provider-aws)
 target=wasm32-wasip2
 target_dir="$root/target/guest"
