@@ -54,7 +54,7 @@ pub enum ProviderCommand {
     /// Check that a provider behaves as the controllers expect, over every
     /// part it supports, with the nodes and Services of a fixture; fails
     /// when a check fails.
-    Conformance(ConformanceArgs),
+    Conformance(Box<ConformanceArgs>),
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Command::Provider(ProviderCommand::Push(args)) => provider_push::push(args).await,
             Command::Provider(ProviderCommand::Inspect(args)) => provider_inspect::inspect(args).await,
             Command::Provider(ProviderCommand::Verify(args)) => provider_verify::verify(args).await,
-            Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(args).await,
+            Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(*args).await,
         }
     })
 }

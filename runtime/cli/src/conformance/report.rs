@@ -167,7 +167,7 @@ mod tests {
         assert!(lines[7].starts_with("acme of acme.wasm: 1 passed, 1 failed, 1 skipped in "), "{table}");
 
         let xml = report.junit().unwrap();
-        assert!(xml.contains("tests=\"3\" failures=\"1\""), "{xml}");
+        assert!(xml.contains("tests=\"3\" skipped=\"1\" failures=\"1\""), "{xml}");
         assert!(xml.contains("<failure message=\"no &lt;ingress&gt;\""), "{xml}");
         assert!(xml.contains("classname=\"routes\""), "{xml}");
     }
