@@ -105,8 +105,8 @@ pub(crate) fn table(resource: &ResourceType, objects: &[Arc<Value>], list_metada
 fn row(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Value {
     let name = meta::string(object, "name");
     let age = age(meta::string(object, "creationTimestamp"), now);
-    let cells: Vec<String> = match resource.storage {
-        "events" => return json!({ "cells": event_cells(resource, object, now), "object": partial(object) }),
+    let cells: Vec<Value> = match resource.storage {
+        "events" => event_cells(resource, object, now),
         "nodes" => {
             let info = |field: &str| text(object, &format!("status.nodeInfo.{field}"), "<unknown>");
             vec![
@@ -121,18 +121,21 @@ fn row(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Value {
                 info("kernelVersion"),
                 info("containerRuntimeVersion"),
             ]
+            .into_iter()
+            .map(Value::from)
+            .collect()
         }
         "services" => vec![
-            name.to_string(),
-            text(object, "spec.type", "ClusterIP"),
-            text(object, "spec.clusterIP", "<none>"),
-            service_external_ip(object),
-            service_ports(object),
-            age,
-            service_selector(object),
+            name.into(),
+            text(object, "spec.type", "ClusterIP").into(),
+            text(object, "spec.clusterIP", "<none>").into(),
+            service_external_ip(object).into(),
+            service_ports(object).into(),
+            age.into(),
+            service_selector(object).into(),
         ],
-        "namespaces" => vec![name.to_string(), text(object, "status.phase", ""), age],
-        _ => vec![name.to_string(), age],
+        "namespaces" => vec![name.into(), text(object, "status.phase", "").into(), age.into()],
+        _ => vec![name.into(), age.into()],
     };
     json!({ "cells": cells, "object": partial(object) })
 }
