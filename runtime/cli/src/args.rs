@@ -7,6 +7,7 @@ use crate::local::LocalArgs;
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
 use crate::provider_inspect::InspectArgs;
+use crate::provider_new::NewArgs;
 use crate::provider_push::PushArgs;
 use crate::provider_verify::VerifyArgs;
 use crate::run::RunArgs;
@@ -55,6 +56,9 @@ pub enum ProviderCommand {
     /// part it supports, with the nodes and Services of a fixture; fails
     /// when a check fails.
     Conformance(Box<ConformanceArgs>),
+    /// Write a provider crate to start from: the SDK skeleton of the chosen
+    /// parts, a native unit test and a README.
+    New(NewArgs),
 }
 
 #[cfg(test)]

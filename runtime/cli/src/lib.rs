@@ -10,6 +10,7 @@ mod logging;
 mod provider_args;
 mod provider_call;
 mod provider_inspect;
+mod provider_new;
 mod provider_push;
 mod provider_source;
 mod provider_verify;
@@ -43,6 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Command::Provider(ProviderCommand::Inspect(args)) => provider_inspect::inspect(args).await,
             Command::Provider(ProviderCommand::Verify(args)) => provider_verify::verify(args).await,
             Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(*args).await,
+            Command::Provider(ProviderCommand::New(args)) => provider_new::new(args),
         }
     })
 }
