@@ -127,7 +127,13 @@ crate-type = ["cdylib"]
 serde_json = "1"
 wasm-ccm-sdk = {sdk}
 
-# What wasm-ccm's guest build (providers/build.sh) builds with.
+# Line tables keep a panic's location readable in the host's log.
+[profile.release]
+debug = "line-tables-only"
+
+# What wasm-ccm's guest build (providers/build.sh) builds with; the same as
+# wasm-ccm's own providers, so that they share one build of the standard
+# library.
 [profile.guest]
 inherits = "release"
 debug = false
