@@ -269,6 +269,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         cluster_name: settings.cluster_name.clone(),
         credentials: Credentials::default(),
         allow_list: AllowList::parse([cloud.url()])?,
+        trusted_certificates: None,
         limits: Limits::default(),
     };
     let options = ManagerOptions {

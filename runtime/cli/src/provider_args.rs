@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytesize::ByteSize;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec};
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec, Role};
 use wasm_ccm_reload::{InputFiles, Location};
 
 /// Which provider, its configuration, credentials and limits.
@@ -34,9 +34,16 @@ pub struct SandboxArgs {
     #[arg(long = "provider-credentials", value_name = "DIR")]
     pub credentials: Option<PathBuf>,
     /// Credentials the host signs or authenticates requests with but never
-    /// hands to the provider (such as `secret-access-key`), comma-separated.
-    #[arg(long = "provider-sealed-credentials", value_name = "NAME", value_delimiter = ',')]
-    pub sealed_credentials: Vec<String>,
+    /// hands to the provider, each in the one role it may serve:
+    /// `NAME=ROLE`, comma-separated (roles: `bearer`,
+    /// `aws-sigv4-access-key-id`, `aws-sigv4-secret-access-key`,
+    /// `aws-sigv4-session-token`).
+    #[arg(long = "provider-sealed-credentials", value_name = "NAME=ROLE", value_delimiter = ',', value_parser = sealed_credential)]
+    pub sealed_credentials: Vec<(String, Role)>,
+    /// Certificate authorities (PEM) the provider's HTTPS connections trust
+    /// beyond the system's, for a cloud API with a private CA.
+    #[arg(long = "provider-ca-file", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// Where the provider may send HTTP requests: `scheme://host[:ports]`,
     /// repeated or comma-separated. Empty: nowhere.
     #[arg(long = "provider-allow", value_name = "URL", value_delimiter = ',')]
@@ -97,13 +104,8 @@ impl SandboxArgs {
         InputFiles {
             config: self.cloud_config.clone(),
             credentials: self.credentials.clone(),
-            sealed: self.sealed_names().map(str::to_owned).collect(),
+            sealed: self.sealed_credentials.clone(),
         }
-    }
-
-    /// The names given to `--provider-sealed-credentials`.
-    fn sealed_names(&self) -> impl Iterator<Item = &str> {
-        self.sealed_credentials.iter().map(|name| name.trim()).filter(|name| !name.is_empty())
     }
 
     /// A spec without the component: the configuration, credentials,
@@ -128,7 +130,7 @@ impl SandboxArgs {
             Some(dir) => Credentials::from_dir(dir)?,
             None => Credentials::default(),
         }
-        .seal(self.sealed_names())?;
+        .seal(self.sealed_credentials.clone())?;
         let allow_list = AllowList::parse(&self.allow)?;
         let limits = Limits {
             deadline: self.deadline,
@@ -137,6 +139,14 @@ impl SandboxArgs {
             http_response_body: usize::try_from(self.max_response.as_u64()).unwrap_or(usize::MAX),
             ..Limits::default()
         };
+        let trusted_certificates = match &self.ca_file {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("cannot read --provider-ca-file {}", path.display()))?
+                    .into(),
+            ),
+            None => None,
+        };
         Ok(ProviderSpec {
             name: name.to_owned(),
             wasm: Vec::new().into(),
@@ -144,7 +154,34 @@ impl SandboxArgs {
             cluster_name: cluster_name.to_owned(),
             credentials,
             allow_list,
+            trusted_certificates,
             limits,
         })
+    }
+}
+
+/// A `--provider-sealed-credentials` entry: `NAME=ROLE`.
+fn sealed_credential(entry: &str) -> Result<(String, Role), String> {
+    let (name, role) = entry.trim().split_once('=').ok_or_else(|| {
+        format!("{entry:?} names no role: a sealed credential is NAME=ROLE, so that the host uses it in that role only")
+    })?;
+    let role = role.trim().parse::<Role>().map_err(|err| err.to_string())?;
+    Ok((name.trim().to_owned(), role))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_credential_names_its_role() {
+        assert_eq!(
+            sealed_credential(" secret-access-key = aws-sigv4-secret-access-key").unwrap(),
+            ("secret-access-key".to_owned(), Role::AwsSecretAccessKey)
+        );
+        let bare = sealed_credential("secret-access-key").unwrap_err();
+        assert!(bare.contains("names no role"), "{bare}");
+        let unknown = sealed_credential("token=signing").unwrap_err();
+        assert!(unknown.contains("unknown credential role \"signing\""), "{unknown}");
     }
 }

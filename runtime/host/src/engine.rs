@@ -48,6 +48,12 @@ pub struct EngineSettings {
     /// How many bytes of compiled code the compile cache keeps; the least
     /// recently used entries go beyond it.
     pub compile_cache_max_bytes: u64,
+    /// The largest component compiled, in bytes.
+    pub max_component_size: usize,
+    /// How long compiling one component may take. A compile past it is
+    /// reported as failed; it cannot be interrupted, so it runs to its end
+    /// on its thread, and the next compile waits for it.
+    pub compile_timeout: Duration,
 }
 
 impl Default for EngineSettings {
@@ -58,6 +64,8 @@ impl Default for EngineSettings {
             opt_level: OptLevel::Speed,
             compile_cache: None,
             compile_cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
+            max_component_size: 32 << 20,
+            compile_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -70,6 +78,8 @@ pub struct Engine {
 
 struct Inner {
     engine: wasmtime::Engine,
+    /// One compile at a time, so that compiles given up on cannot pile up.
+    compiling: Arc<tokio::sync::Semaphore>,
     settings: EngineSettings,
     cache: Option<CompileCache>,
     metrics: ProviderMetrics,
@@ -101,15 +111,15 @@ impl Engine {
         if let Allocation::Pooling { instances } = settings.allocation {
             let mut pool = PoolingAllocationConfig::default();
             // A Rust component built for wasm32-wasip2 has a handful of core
-            // instances (the program, the WASI adapter, shims) and at most a
-            // couple of memories and tables.
+            // instances (the program, the WASI adapter, shims), one memory and
+            // a couple of tables.
             pool.total_component_instances(instances)
                 .total_core_instances(instances.saturating_mul(8))
                 .total_memories(instances.saturating_mul(2))
                 .total_tables(instances.saturating_mul(4))
                 .total_stacks(instances)
                 .max_core_instances_per_component(16)
-                .max_memories_per_component(4)
+                .max_memories_per_component(u32::try_from(crate::limits::MAX_MEMORIES).unwrap_or(u32::MAX))
                 .max_tables_per_component(8)
                 .max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX));
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
@@ -134,7 +144,9 @@ impl Engine {
                 .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
         };
         let metrics = ProviderMetrics::default();
-        Ok(Engine { inner: Arc::new(Inner { engine, settings, cache, metrics, stop, ticker: Some(ticker) }) })
+        let compiling = Arc::new(tokio::sync::Semaphore::new(1));
+        let inner = Inner { engine, compiling, settings, cache, metrics, stop, ticker: Some(ticker) };
+        Ok(Engine { inner: Arc::new(inner) })
     }
 
     /// The wasmtime engine.
@@ -150,6 +162,40 @@ impl Engine {
     /// The compile cache, when the settings name one.
     pub fn compile_cache(&self) -> Option<&CompileCache> {
         self.inner.cache.as_ref()
+    }
+
+    /// Compiles `wasm` (or loads it from the compile cache) on a blocking
+    /// thread, one compile at a time, within the compile timeout.
+    ///
+    /// # Errors
+    /// When the component is too large, does not compile, or its compile
+    /// does not end in time.
+    pub(crate) async fn compile(
+        &self,
+        wasm: Arc<[u8]>,
+    ) -> Result<(wasmtime::component::Component, crate::cache::CacheOutcome), LoadError> {
+        let limit = self.inner.settings.max_component_size;
+        if wasm.len() > limit {
+            return Err(LoadError::TooLarge { size: wasm.len(), limit });
+        }
+        let timeout = self.inner.settings.compile_timeout;
+        let compiling = async {
+            let turn = self
+                .inner
+                .compiling
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| LoadError::CompileTimeout { limit: timeout })?;
+            let engine = self.clone();
+            tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                crate::component::compile_cached(&engine, &wasm)
+            })
+            .await
+            .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?
+        };
+        tokio::time::timeout(timeout, compiling).await.map_err(|_| LoadError::CompileTimeout { limit: timeout })?
     }
 
     /// The settings the engine was built with.

@@ -17,6 +17,20 @@ pub enum LoadError {
     /// The component does not parse or compile.
     #[error("invalid component: {0}")]
     Invalid(String),
+    /// The component is larger than the host compiles.
+    #[error("the component is {size} bytes, over the {limit} byte limit")]
+    TooLarge {
+        /// Its size.
+        size: usize,
+        /// The engine's limit.
+        limit: usize,
+    },
+    /// Compiling took longer than the host allows.
+    #[error("compiling the component took longer than {limit:?}")]
+    CompileTimeout {
+        /// The engine's limit.
+        limit: Duration,
+    },
     /// The component does not export the provider world.
     #[error("not a wasm-ccm provider (contract {expected}): {missing}")]
     WrongWorld {
@@ -46,6 +60,10 @@ pub enum LoadError {
     /// The compile cache cannot be used.
     #[error(transparent)]
     CompileCache(#[from] crate::cache::CacheError),
+    /// The certificates the provider's HTTPS connections should trust are
+    /// not PEM.
+    #[error("cannot read the provider's trusted certificates: {0}")]
+    TrustedCertificates(#[source] reqwest::Error),
 }
 
 impl LoadError {

@@ -29,7 +29,7 @@ pub mod types;
 mod wasi;
 
 pub use cache::{CacheOutcome, CompileCache};
-pub use credentials::Credentials;
+pub use credentials::{Credentials, CredentialsError, Role, UseRefused};
 pub use engine::{Allocation, Engine, EngineSettings};
 pub use error::{LoadError, ProviderError};
 pub use handle::ProviderHandle;

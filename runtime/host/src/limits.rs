@@ -34,19 +34,26 @@ impl Default for Limits {
 
 /// Table elements an instance may have: far above what a Rust provider needs.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Linear memories an instance may have: a Rust provider has one.
+pub(crate) const MAX_MEMORIES: usize = 2;
+/// Resources (streams, pollables) an instance may hold at once in the
+/// host's table: a provider needs a handful.
+pub(crate) const MAX_RESOURCES: usize = 1024;
 
-/// Caps an instance's memory and remembers whether the cap was hit, so that
-/// the trap that usually follows can be reported as what it is.
+/// Caps the memory of an instance, all its linear memories together, and
+/// their number, and remembers whether the cap was hit, so that the trap
+/// that usually follows can be reported as what it is.
 #[derive(Debug)]
 pub struct MemoryLimiter {
     limit: usize,
+    used: usize,
     hit: bool,
 }
 
 impl MemoryLimiter {
-    /// A limiter allowing `limit` bytes of linear memory.
+    /// A limiter allowing `limit` bytes of linear memory in all.
     pub fn new(limit: u64) -> Self {
-        MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), hit: false }
+        MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), used: 0, hit: false }
     }
 
     /// Whether the instance tried to grow past its limit.
@@ -56,14 +63,22 @@ impl MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let allowed = desired <= self.limit && maximum.is_none_or(|maximum| desired <= maximum);
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let used = (self.used - current.min(self.used)).saturating_add(desired);
+        let allowed = used <= self.limit && maximum.is_none_or(|maximum| desired <= maximum);
         self.hit |= !allowed;
+        if allowed {
+            self.used = used;
+        }
         Ok(allowed)
     }
 
     fn table_growing(&mut self, _current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS && maximum.is_none_or(|maximum| desired <= maximum))
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
     }
 }
 
@@ -78,6 +93,31 @@ mod tests {
         assert!(!limiter.hit());
         assert!(!limiter.memory_growing(1 << 20, (1 << 20) + 65536, None).unwrap());
         assert!(limiter.hit());
+    }
+
+    #[test]
+    fn counts_every_memory_of_the_instance_against_one_limit() {
+        let mut limiter = MemoryLimiter::new(64 << 20);
+        assert!(limiter.memory_growing(0, 40 << 20, None).unwrap(), "the first memory");
+        assert!(!limiter.memory_growing(0, 40 << 20, None).unwrap(), "a second memory past the total");
+        assert!(limiter.hit());
+        assert!(limiter.memory_growing(0, 24 << 20, None).unwrap(), "within what is left");
+        assert!(limiter.memory_growing(40 << 20, 40 << 20, None).unwrap(), "a grow by nothing");
+    }
+
+    #[test]
+    fn an_instance_with_more_memories_than_providers_need_is_refused() {
+        let engine = wasmtime::Engine::default();
+        let memories = |count: usize| format!("(module {})", "(memory 1)".repeat(count));
+        let instantiate = |count: usize| {
+            let module = wasmtime::Module::new(&engine, memories(count)).unwrap();
+            let mut store = wasmtime::Store::new(&engine, MemoryLimiter::new(64 << 20));
+            store.limiter(|limiter| limiter);
+            wasmtime::Instance::new(&mut store, &module, &[]).map(drop)
+        };
+        assert!(instantiate(MAX_MEMORIES).is_ok());
+        let refused = instantiate(MAX_MEMORIES + 2).unwrap_err();
+        assert!(format!("{refused:#}").contains("memory"), "{refused:#}");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! A provider's log records and its stdout and stderr, into `tracing`,
 //! tagged with the provider's name and the call's ID.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -11,11 +14,84 @@ use wasmtime_wasi_io::streams::{OutputStream, StreamResult};
 
 use crate::bindings::log::{self, Level};
 
-/// Who is logging: the provider and the call.
+/// The longest message, and the most field text, of one log record: what
+/// the host copies and escapes into its log stays bounded whatever a guest
+/// sends.
+pub(crate) const MAX_TEXT: usize = 8192;
+/// Fields kept per log record.
+const MAX_FIELDS: usize = 16;
+/// Log records and output lines one call may write; later ones are counted
+/// and dropped.
+const MAX_LINES_PER_CALL: u32 = 1000;
+
+/// Who is logging: the provider and the call, and the call's line budget.
 #[derive(Debug, Clone)]
 pub(crate) struct Origin {
     pub(crate) provider: Arc<str>,
     pub(crate) call: u64,
+    lines: Arc<LineBudget>,
+}
+
+impl Origin {
+    pub(crate) fn new(provider: Arc<str>, call: u64) -> Self {
+        let lines = Arc::new(LineBudget { provider: provider.clone(), call, used: AtomicU32::new(0) });
+        Origin { provider, call, lines }
+    }
+
+    /// Takes one line from the call's budget; `false` once it is spent.
+    fn take_line(&self) -> bool {
+        self.lines.used.fetch_add(1, Ordering::Relaxed) < MAX_LINES_PER_CALL
+    }
+}
+
+/// How many lines a call has written; what was dropped is logged once, when
+/// the call's last handle goes.
+#[derive(Debug)]
+struct LineBudget {
+    provider: Arc<str>,
+    call: u64,
+    used: AtomicU32,
+}
+
+impl Drop for LineBudget {
+    fn drop(&mut self) {
+        let dropped = self.used.load(Ordering::Relaxed).saturating_sub(MAX_LINES_PER_CALL);
+        if dropped > 0 {
+            let provider = &*self.provider;
+            tracing::warn!(target: "provider", provider, call = self.call, dropped, "dropped log lines past {MAX_LINES_PER_CALL} in one call");
+        }
+    }
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary), saying how
+/// much was cut.
+pub(crate) fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…[{} more bytes]", &text[..end], text.len() - end))
+}
+
+/// A log record's fields as `key="value"` pairs, within [`MAX_TEXT`] and
+/// [`MAX_FIELDS`] in all.
+fn field_text(fields: &[(String, String)]) -> String {
+    let mut text = String::new();
+    for (key, value) in fields.iter().take(MAX_FIELDS) {
+        let left = MAX_TEXT.saturating_sub(text.len());
+        if left == 0 {
+            break;
+        }
+        let pair = format!("{}={:?} ", clip(key, 64), clip(value, left));
+        text.push_str(&clip(&pair, left));
+    }
+    if fields.len() > MAX_FIELDS {
+        let _ = write!(text, "[{} more fields]", fields.len() - MAX_FIELDS);
+    }
+    text.trim_end().to_owned()
 }
 
 /// The `log` import of one call.
@@ -25,9 +101,13 @@ pub(crate) struct LogImport {
 
 impl log::Host for LogImport {
     fn emit(&mut self, level: Level, message: String, fields: Vec<(String, String)>) -> wasmtime::Result<()> {
+        if !self.origin.take_line() {
+            return Ok(());
+        }
         let provider = &*self.origin.provider;
         let call = self.origin.call;
-        let fields = fields.iter().map(|(key, value)| format!("{key}={value:?}")).collect::<Vec<_>>().join(" ");
+        let fields = field_text(&fields);
+        let message = clip(&message, MAX_TEXT);
         match level {
             Level::Trace => tracing::trace!(target: "provider", provider, call, fields, "{message}"),
             Level::Debug => tracing::debug!(target: "provider", provider, call, fields, "{message}"),
@@ -48,8 +128,6 @@ pub(crate) enum Stdio {
 
 /// How much of stderr a call keeps to explain a trap.
 const STDERR_TAIL: usize = 4096;
-/// A line longer than this is logged in pieces.
-const MAX_LINE: usize = 8192;
 
 #[derive(Default)]
 struct Lines {
@@ -89,13 +167,16 @@ impl GuestOutput {
             let line: Vec<u8> = lines.partial.drain(..=end).collect();
             self.emit(&line[..line.len() - 1]);
         }
-        if lines.partial.len() > MAX_LINE {
+        if lines.partial.len() > MAX_TEXT {
             let line = std::mem::take(&mut lines.partial);
             self.emit(&line);
         }
     }
 
     fn emit(&self, line: &[u8]) {
+        if !self.origin.take_line() {
+            return;
+        }
         let line = String::from_utf8_lossy(line);
         let provider = &*self.origin.provider;
         let call = self.origin.call;
@@ -163,11 +244,29 @@ mod tests {
 
     #[test]
     fn keeps_the_tail_of_stderr() {
-        let output = GuestOutput::new(Origin { provider: "test".into(), call: 1 }, Stdio::Stderr);
+        let output = GuestOutput::new(Origin::new("test".into(), 1), Stdio::Stderr);
         output.write_bytes(b"first line\nthread 'main' panicked at src/lib.rs:1:1:\nboom");
         assert_eq!(output.tail(), "first line\nthread 'main' panicked at src/lib.rs:1:1:\nboom");
         output.write_bytes(&vec![b'x'; 3 * STDERR_TAIL]);
         assert_eq!(output.tail().len(), STDERR_TAIL);
         assert!(output.tail().ends_with('x'));
+    }
+
+    #[test]
+    fn records_are_cut_to_size() {
+        let nuls = "\0".repeat(1 << 20);
+        assert_eq!(clip(&nuls, MAX_TEXT).len(), MAX_TEXT + "…[1040384 more bytes]".len());
+        assert_eq!(clip("héllo", 2), "h…[5 more bytes]", "cut at a character boundary");
+        let fields: Vec<(String, String)> = (0..100).map(|i| (format!("k{i}"), nuls.clone())).collect();
+        let text = field_text(&fields);
+        assert!(text.len() < 2 * MAX_TEXT, "{}", text.len());
+        assert!(text.ends_with("[84 more fields]"), "{}", &text[text.len() - 40..]);
+    }
+
+    #[test]
+    fn a_call_writes_a_bounded_number_of_lines() {
+        let origin = Origin::new("test".into(), 1);
+        let written = (0..MAX_LINES_PER_CALL + 10).filter(|_| origin.take_line()).count();
+        assert_eq!(written, MAX_LINES_PER_CALL as usize);
     }
 }

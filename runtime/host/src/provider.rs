@@ -19,7 +19,7 @@ use crate::engine::{EPOCH_TICK, Engine};
 use crate::error::{LoadError, ProviderError};
 use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound};
-use crate::limits::{Limits, MemoryLimiter};
+use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::types::ProviderInfo;
 use crate::{component, convert, wasi};
@@ -39,6 +39,9 @@ pub struct ProviderSpec {
     pub credentials: Credentials,
     /// Where it may send HTTP requests.
     pub allow_list: AllowList,
+    /// Certificate authorities (PEM) its HTTPS connections trust beyond the
+    /// system's and the web's, for a cloud API with a private CA.
+    pub trusted_certificates: Option<Arc<[u8]>>,
     /// What it may use.
     pub limits: Limits,
 }
@@ -120,13 +123,7 @@ impl LoadedProvider {
                 engine.settings().max_memory
             )));
         }
-        let (compiled, cache_outcome) = {
-            let engine = engine.clone();
-            let wasm = spec.wasm.clone();
-            tokio::task::spawn_blocking(move || component::compile_cached(&engine, &wasm))
-                .await
-                .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))??
-        };
+        let (compiled, cache_outcome) = engine.compile(spec.wasm.clone()).await?;
         engine.metrics().compile(&spec.name, cache_outcome);
         let mut linker = Linker::<CallState>::new(engine.wasmtime());
         link(&mut linker).map_err(LoadError::engine)?;
@@ -137,6 +134,7 @@ impl LoadedProvider {
         let outbound = Outbound::new(
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
+            spec.trusted_certificates.as_deref(),
         )?;
         let mut provider = LoadedProvider {
             name: spec.name.into(),
@@ -240,7 +238,7 @@ impl LoadedProvider {
         initialize: bool,
         operation: Operation<R>,
     ) -> Result<R, ProviderError> {
-        let origin = Origin { provider: self.name.clone(), call: CALLS.fetch_add(1, Ordering::Relaxed) };
+        let origin = Origin::new(self.name.clone(), CALLS.fetch_add(1, Ordering::Relaxed));
         let span = tracing::debug_span!("provider.call", provider = &*self.name, function, call = origin.call);
         let started = Instant::now();
         let deadline = started + self.limits.deadline;
@@ -280,7 +278,7 @@ impl LoadedProvider {
     fn store(&self, origin: Origin, deadline: Instant, stderr: GuestOutput) -> Store<CallState> {
         let state = CallState {
             wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr),
-            table: ResourceTable::new(),
+            table: resource_table(),
             limiter: MemoryLimiter::new(self.limits.memory),
             http: HttpImport {
                 metrics: self.engine.metrics().clone(),
@@ -323,6 +321,14 @@ impl LoadedProvider {
         }
         ProviderError::Trap { message: format!("{trap:?}") }
     }
+}
+
+/// A call's resource table, capped so that a guest cannot fill the host's
+/// memory with handles the memory limit does not see.
+fn resource_table() -> ResourceTable {
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_RESOURCES);
+    table
 }
 
 /// Links what a provider may import.

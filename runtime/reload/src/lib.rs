@@ -33,6 +33,7 @@
 //!     cluster_name: "prod".into(),
 //!     credentials: Credentials::default(),
 //!     allow_list: AllowList::default(),
+//!     trusted_certificates: None,
 //!     limits: Limits::default(),
 //! };
 //! let inputs = InputFiles { config: Some("/etc/acme/cloud.conf".into()), ..InputFiles::default() };

@@ -361,7 +361,11 @@ fn spec(template: &ProviderSpec, candidate: &Candidate, inputs: &Inputs) -> Prov
 /// The stage a load failed at.
 fn stage(err: &LoadError) -> &'static str {
     match err {
-        LoadError::NotWasm(_) | LoadError::CoreModule | LoadError::Invalid(_) => "compile",
+        LoadError::NotWasm(_)
+        | LoadError::CoreModule
+        | LoadError::Invalid(_)
+        | LoadError::TooLarge { .. }
+        | LoadError::CompileTimeout { .. } => "compile",
         LoadError::WrongWorld { .. } | LoadError::UnsupportedImports(_) => "world",
         LoadError::Startup(_) => "initialize",
         _ => "host",

@@ -56,6 +56,7 @@ pub fn spec(name: &str, wasm: Arc<[u8]>, config: &[u8]) -> ProviderSpec {
         cluster_name: "test-cluster".to_owned(),
         credentials: Credentials::default(),
         allow_list: AllowList::default(),
+        trusted_certificates: None,
         limits: Limits::default(),
     }
 }

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use tracing_subscriber::fmt::format::FmtSpan;
 use wasm_ccm_host::types::Route;
-use wasm_ccm_host::{Credentials, ProviderError, ProviderHandle};
+use wasm_ccm_host::{Credentials, ProviderError, ProviderHandle, Role};
 use wasm_ccm_tests::canned_aws::CannedAws;
 use wasm_ccm_tests::moto::{LoadBalancing, Moto, REGION, Seed};
 use wasm_ccm_tests::{CapturedLogs, allow, guest, load, spec};
@@ -30,7 +30,9 @@ fn credentials(session_token: bool) -> Credentials {
         pairs.push(("session-token", "session-token-value"));
     }
     // Sealed: the provider works without ever being able to read the secret key.
-    Credentials::from_pairs(pairs).seal(["secret-access-key"]).expect("the secret key is bound")
+    Credentials::from_pairs(pairs)
+        .seal([("secret-access-key", Role::AwsSecretAccessKey)])
+        .expect("the secret key is bound")
 }
 
 /// The AWS provider with `config`, allowed to reach `allowed` only.

@@ -179,7 +179,7 @@ async fn the_aws_provider_conforms_against_moto() {
             "--provider-credentials",
             "credentials",
             "--provider-sealed-credentials",
-            "secret-access-key",
+            "secret-access-key=aws-sigv4-secret-access-key",
             "--provider-allow",
             &moto.url(),
         ],

@@ -1,6 +1,8 @@
 //! What the host refuses to load, and why it says so.
 
-use wasm_ccm_host::{LoadError, LoadedProvider, ProviderError};
+use std::time::Duration;
+
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadError, LoadedProvider, ProviderError};
 use wasm_ccm_tests::{engine, guest, spec};
 
 async fn load_error(wasm: &[u8], config: &[u8]) -> LoadError {
@@ -78,4 +80,33 @@ async fn a_provider_whose_initialize_traps() {
     let err = load_error(&guest("guest-hostile"), b"trap-on-initialize").await;
     let LoadError::Startup(ProviderError::Panic { message }) = &err else { panic!("{err:?}") };
     assert!(message.contains("initialize refuses to start"), "{message}");
+}
+
+/// An engine on the default pooling allocator, but a small one, with these
+/// compile limits.
+fn limited_engine(max_component_size: usize, compile_timeout: Duration) -> Engine {
+    let settings = EngineSettings {
+        allocation: Allocation::Pooling { instances: 4 },
+        max_component_size,
+        compile_timeout,
+        ..EngineSettings::default()
+    };
+    Engine::new(settings).expect("an engine")
+}
+
+#[tokio::test]
+async fn a_component_over_the_size_limit_is_not_compiled() {
+    let fake = guest("provider-fake");
+    let engine = limited_engine(fake.len() - 1, Duration::from_secs(60));
+    let err = LoadedProvider::load(&engine, spec("large", fake.clone(), b"")).await.err().expect("refused");
+    assert!(matches!(err, LoadError::TooLarge { limit, .. } if limit == fake.len() - 1), "{err:?}");
+    assert!(err.to_string().contains("over the"), "{err}");
+}
+
+#[tokio::test]
+async fn a_compile_past_its_timeout_is_given_up() {
+    let engine = limited_engine(32 << 20, Duration::from_millis(1));
+    let err = LoadedProvider::load(&engine, spec("slow", guest("provider-aws"), b"")).await.err().expect("refused");
+    assert!(matches!(err, LoadError::CompileTimeout { .. }), "{err:?}");
+    assert_eq!(err.to_string(), "compiling the component took longer than 1ms");
 }

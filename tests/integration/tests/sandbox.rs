@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderError, ProviderHandle};
+use wasm_ccm_envtest::pki::LoopbackTls;
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderError, ProviderHandle, Role};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
 
@@ -181,23 +182,109 @@ async fn only_bound_credentials_are_readable() {
     assert_eq!(echoed, "status 200 body authorization=Bearer s3cret", "the host attaches the bearer token");
 }
 
+/// The hostile provider with `credentials`, its HTTPS calls trusting
+/// `tls`'s CA, allowed to reach `servers`.
+async fn hostile_over_tls(tls: &LoopbackTls, servers: &[&EchoServer], credentials: Credentials) -> ProviderHandle {
+    let urls: Vec<String> = servers.iter().map(|server| server.url()).collect();
+    let mut spec = spec("hostile", guest("guest-hostile"), b"");
+    spec.allow_list = allow(&urls.iter().map(String::as_str).collect::<Vec<_>>());
+    spec.credentials = credentials;
+    spec.trusted_certificates = Some(tls.ca_pem.clone().into_bytes().into());
+    ProviderHandle::new(load(spec).await)
+}
+
 #[tokio::test]
 async fn sealed_credentials_authenticate_requests_but_stay_out_of_the_guest() {
-    let server = EchoServer::start().await.unwrap();
-    let credentials =
-        Credentials::from_pairs([("token", "s3cret\n"), ("region", "eu-west-1")]).seal(["token"]).unwrap();
-    let handle = hostile(Limits::default(), allow(&[&server.url()]), credentials).await;
+    let tls = LoopbackTls::generate("sandbox").unwrap();
+    let (https, http) = (EchoServer::start_tls(&tls).await.unwrap(), EchoServer::start().await.unwrap());
+    let credentials = Credentials::from_pairs([("token", "s3cret\n"), ("region", "eu-west-1")])
+        .seal([("token", Role::Bearer)])
+        .unwrap();
+    let handle = hostile_over_tls(&tls, &[&https, &http], credentials).await;
     let err = run(&handle, "credential", "token").await.unwrap_err();
     assert!(matches!(&err, ProviderError::Cloud(message) if !message.contains("s3cret")), "{err:?}");
     assert_eq!(run(&handle, "credential", "region").await.unwrap(), "credential eu-west-1");
-    let echoed = run(&handle, "http-auth", &format!("{}/headers", server.url())).await.unwrap();
-    assert_eq!(echoed, "status 200 body authorization=Bearer s3cret", "the host still attaches it");
+    let echoed = run(&handle, "bearer", &format!("token {}/headers", https.url())).await.unwrap();
+    assert_eq!(echoed, "status 200 body authorization=Bearer s3cret", "the host still attaches it, over https");
 
-    let typo = Credentials::from_pairs([("token", "s3cret")]).seal(["tokn"]).unwrap_err();
+    let message = denied(run(&handle, "bearer", &format!("token {}/headers", http.url())).await);
+    assert!(message.contains(r#"credential "token" is sealed as bearer, which is sent only over https"#), "{message}");
+    assert_still_serves(&handle).await;
+
+    let typo = Credentials::from_pairs([("token", "s3cret")]).seal([("tokn", Role::Bearer)]).unwrap_err();
     assert_eq!(
         typo.to_string(),
         "cannot seal the credential tokn: there is no credential of that name (there are: token)"
     );
+}
+
+/// What the guest's request in `slot` carries when it names `name` there:
+/// a bearer token, or one of AWS Signature Version 4's three credentials.
+async fn use_in_slot(
+    handle: &ProviderHandle,
+    server: &EchoServer,
+    slot: Role,
+    name: &str,
+) -> Result<String, ProviderError> {
+    let url = format!("{}/headers", server.url());
+    let (mut key_id, mut secret, mut session) = ("plain-key-id", "plain-secret", "-");
+    match slot {
+        Role::Bearer => return run(handle, "bearer", &format!("{name} {url}")).await,
+        Role::AwsAccessKeyId => key_id = name,
+        Role::AwsSecretAccessKey => secret = name,
+        Role::AwsSessionToken => session = name,
+    }
+    run(handle, "sigv4", &format!("{key_id} {secret} {session} eu-west-1 ec2 {url}")).await
+}
+
+#[tokio::test]
+async fn a_sealed_credential_serves_its_role_only() {
+    let roles = [Role::Bearer, Role::AwsAccessKeyId, Role::AwsSecretAccessKey, Role::AwsSessionToken];
+    let names = ["sealed-bearer", "sealed-key-id", "sealed-secret", "sealed-session"];
+    let tls = LoopbackTls::generate("roles").unwrap();
+    let server = EchoServer::start_tls(&tls).await.unwrap();
+    let mut pairs: Vec<(String, String)> =
+        names.iter().map(|name| (name.to_string(), format!("value-of-{name}"))).collect();
+    pairs.extend([("plain-key-id", "AKIDPLAIN"), ("plain-secret", "plain")].map(|(k, v)| (k.to_owned(), v.to_owned())));
+    let credentials = Credentials::from_pairs(pairs).seal(names.into_iter().zip(roles)).unwrap();
+    let handle = hostile_over_tls(&tls, &[&server], credentials).await;
+
+    for (name, sealed_as) in names.into_iter().zip(roles) {
+        for slot in roles {
+            let result = use_in_slot(&handle, &server, slot, name).await;
+            if slot == sealed_as {
+                let echoed = result.unwrap_or_else(|err| panic!("{name} in its own role {slot}: {err:?}"));
+                assert!(echoed.starts_with("status 200"), "{echoed}");
+                if slot == Role::AwsSecretAccessKey {
+                    assert!(!echoed.contains("value-of-sealed-secret"), "the secret key is never sent: {echoed}");
+                }
+            } else {
+                let message = denied(result);
+                assert!(message.contains(&format!("sealed as {sealed_as} and cannot be used as {slot}")), "{message}");
+            }
+        }
+    }
+    assert_still_serves(&handle).await;
+}
+
+#[tokio::test]
+async fn signature_scopes_are_names() {
+    let server = EchoServer::start().await.unwrap();
+    let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "s3cret")])
+        .seal([("secret", Role::AwsSecretAccessKey)])
+        .unwrap();
+    let handle = hostile(Limits::default(), allow(&[&server.url()]), credentials).await;
+    let url = format!("{}/headers", server.url());
+    let signed = run(&handle, "sigv4", &format!("key-id secret - eu-west-1 ec2 {url}")).await.unwrap();
+    assert!(signed.contains("Credential=AKIDEXAMPLE/") && signed.contains("/eu-west-1/ec2/aws4_request"), "{signed}");
+    for (region, service) in [("eu-west-1\tx", "ec2"), ("eu-west-1", "ec2\u{7f}"), ("eu-west-1", "ec2,Signature=x")] {
+        let err = run(&handle, "sigv4", &format!("key-id secret - {region} {service} {url}")).await.unwrap_err();
+        assert!(
+            matches!(&err, ProviderError::Cloud(message) if message.contains("is not a region or service name")),
+            "{region:?} {service:?}: {err:?}"
+        );
+    }
+    assert_still_serves(&handle).await;
 }
 
 #[tokio::test]
@@ -224,4 +311,64 @@ async fn stdout_and_stderr_reach_the_log_tagged_with_the_provider() {
         text.lines().any(|line| line.contains("a line from the guest on stderr") && line.contains("stderr")),
         "{text}"
     );
+}
+
+/// The process's resident memory, from `/proc/self/status`.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[tokio::test]
+async fn a_log_flood_costs_the_host_a_bounded_log_and_memory() {
+    let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;
+    let (logs, _guard) = capture_logs();
+    let before = resident_bytes();
+    assert_eq!(run(&handle, "log-flood", "50").await.unwrap(), "logged");
+    let grown = resident_bytes().saturating_sub(before);
+    let text = logs.text();
+    // 50 MiB of NULs as one message, 100 fields of 64 KiB, 2000 lines of
+    // 64 KiB: the log keeps 8 KiB of each record, 1000 records a call.
+    assert!(text.len() < 1000 * 8 * 8192, "{} bytes of log", text.len());
+    assert!(
+        text.contains("dropped log lines past 1000 in one call") && text.contains("dropped=1002"),
+        "{}",
+        &text[text.len().saturating_sub(500)..]
+    );
+    assert!(text.contains("more fields]"), "fields beyond 16 are counted, not logged");
+    // The guest's own 64 MiB and the 50 MiB message lifted into the host;
+    // escaping the NULs in full would take another 300 MiB.
+    assert!(grown < 200 << 20, "the host grew by {} MiB", grown >> 20);
+    assert_still_serves(&handle).await;
+}
+
+#[tokio::test]
+async fn a_guest_cannot_fill_the_host_s_resource_table() {
+    let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;
+    let err = run(&handle, "resources", "").await.unwrap_err();
+    assert!(matches!(&err, ProviderError::Trap { message } if message.contains("resource table")), "{err:?}");
+    assert_still_serves(&handle).await;
+}
+
+#[tokio::test]
+async fn host_names_and_urls_past_their_limits_are_refused() {
+    let handle = hostile(Limits::default(), allow(&["https://*"]), Credentials::default()).await;
+    let long_host = format!("https://{}example.com/", "a.".repeat(200));
+    let message = denied(run(&handle, "http", &long_host).await);
+    assert!(message.contains("longer than DNS allows"), "{message}");
+    let long_url = format!("https://api.example.com/{}", "a".repeat(10_000));
+    let err = run(&handle, "http", &long_url).await.unwrap_err();
+    assert!(matches!(&err, ProviderError::Cloud(message) if message.contains("longer than 8192")), "{err:?}");
+    assert_still_serves(&handle).await;
+}
+
+#[tokio::test]
+async fn a_network_entry_lets_its_addresses_through_for_its_own_scheme_and_port_only() {
+    let server = EchoServer::start().await.unwrap();
+    let port = server.port();
+    let list = allow(&["http://127.0.0.0/8:1", &format!("http://localhost:{port}")]);
+    let handle = hostile(Limits::default(), list, Credentials::default()).await;
+    let message = denied(run(&handle, "http", &format!("http://localhost:{port}/hello")).await);
+    assert!(message.contains("loopback"), "the network entry names another port: {message}");
 }

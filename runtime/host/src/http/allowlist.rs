@@ -12,9 +12,11 @@
 //!
 //! Beyond the URL, every address the host connects to is checked: loopback,
 //! link-local (the cloud metadata address 169.254.169.254 among them),
-//! private, shared, multicast and unspecified addresses are refused unless an
-//! IP or network entry covers them, whether the URL names them or a DNS name
-//! resolves to them.
+//! private, shared, multicast, unspecified and other special-purpose
+//! addresses (benchmarking, IETF, Azure WireServer, local-use NAT64, 6to4,
+//! discard-only, and IPv4 embedded in IPv6) are refused unless an IP or
+//! network entry covers them and allows the request's scheme and port,
+//! whether the URL names them or a DNS name resolves to them.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
@@ -179,6 +181,53 @@ pub enum Denied {
     },
 }
 
+/// The longest host name DNS allows.
+const MAX_HOST_NAME: usize = 253;
+
+/// Where a request goes beyond its host: its scheme and port. An IP or
+/// network entry lets a special address through only for the schemes and
+/// ports it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    scheme: Scheme,
+    port: u16,
+}
+
+impl Target {
+    /// The scheme and port of `url`.
+    ///
+    /// # Errors
+    /// When the scheme is not `http` or `https`, or there is no port.
+    pub fn of(url: &Url) -> Result<Self, Denied> {
+        let scheme = match url.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            other => return Err(Denied::BadUrl(format!("the scheme {other:?} is not http or https"))),
+        };
+        let port = url.port_or_known_default().ok_or_else(|| Denied::BadUrl(format!("{url} has no port")))?;
+        Ok(Target { scheme, port })
+    }
+
+    /// Whether requests go over TLS.
+    pub fn is_https(self) -> bool {
+        self.scheme == Scheme::Https
+    }
+}
+
+impl Entry {
+    /// Whether the entry allows the target's scheme and port.
+    fn allows(&self, target: Target) -> bool {
+        let default_port = if target.scheme == Scheme::Https { 443 } else { 80 };
+        let scheme_ok = self.scheme == Scheme::Any || self.scheme == target.scheme;
+        let port_ok = match self.ports {
+            Ports::Default => target.port == default_port,
+            Ports::Range(low, high) => (low..=high).contains(&target.port),
+            Ports::Any => true,
+        };
+        scheme_ok && port_ok
+    }
+}
+
 /// A provider's allow-list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowList {
@@ -210,46 +259,43 @@ impl AllowList {
     /// # Errors
     /// When no entry allows the URL.
     pub fn check_url(&self, url: &Url) -> Result<(), Denied> {
-        let scheme = match url.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            other => return Err(Denied::BadUrl(format!("the scheme {other:?} is not http or https"))),
-        };
+        let target = Target::of(url)?;
         let host = url.host().ok_or_else(|| Denied::BadUrl(format!("{url} has no host")))?;
-        let port = url.port_or_known_default().ok_or_else(|| Denied::BadUrl(format!("{url} has no port")))?;
-        let default_port = if scheme == Scheme::Https { 443 } else { 80 };
-        let allowed = self.entries.iter().any(|entry| {
-            let scheme_ok = entry.scheme == Scheme::Any || entry.scheme == scheme;
-            let port_ok = match entry.ports {
-                Ports::Default => port == default_port,
-                Ports::Range(low, high) => (low..=high).contains(&port),
-                Ports::Any => true,
-            };
-            scheme_ok && port_ok && host_matches(&entry.host, &host)
-        });
+        if let Host::Domain(name) = host
+            && name.len() > MAX_HOST_NAME
+        {
+            return Err(Denied::BadUrl(format!(
+                "a host name of {} characters is longer than DNS allows ({MAX_HOST_NAME})",
+                name.len()
+            )));
+        }
+        let allowed = self.entries.iter().any(|entry| entry.allows(target) && host_matches(&entry.host, &host));
         if !allowed {
-            return Err(Denied::NotAllowed(format!("{}://{}", url.scheme(), host_port(&host, port))));
+            return Err(Denied::NotAllowed(format!("{}://{}", url.scheme(), host_port(&host, target.port))));
         }
         if let Some(address) = literal_address(&host) {
-            self.check_address(&host.to_string(), address)?;
+            self.check_address(&host.to_string(), address, Some(target))?;
         }
         Ok(())
     }
 
-    /// Checks an address the host is about to connect to for `host`.
+    /// Checks an address the host is about to connect to for `host`, for a
+    /// request to `target` (unknown: `None`).
     ///
     /// # Errors
-    /// When the address is in a blocked range that no IP or network entry
-    /// covers.
-    pub fn check_address(&self, host: &str, address: IpAddr) -> Result<(), Denied> {
+    /// When the address is in a special-purpose range that no IP or network
+    /// entry allowing the target covers (with no target, none does).
+    pub fn check_address(&self, host: &str, address: IpAddr, target: Option<Target>) -> Result<(), Denied> {
         let address = canonical(address);
         let Some(range) = blocked_range(address) else {
             return Ok(());
         };
-        let covered = self
-            .entries
-            .iter()
-            .any(|entry| matches!(&entry.host, HostPattern::Network(network) if network.contains(&address)));
+        let covered = target.is_some_and(|target| {
+            self.entries.iter().any(|entry| {
+                entry.allows(target)
+                    && matches!(&entry.host, HostPattern::Network(network) if network.contains(&address))
+            })
+        });
         if covered { Ok(()) } else { Err(Denied::BlockedAddress { host: host.to_owned(), address, range }) }
     }
 }
@@ -281,8 +327,8 @@ fn host_matches(pattern: &HostPattern, host: &Host<&str>) -> bool {
     }
 }
 
-/// An IPv4 address embedded in IPv6 (mapped, compatible, NAT64) as IPv4, so
-/// that it cannot slip past the IPv4 checks.
+/// An IPv4 address embedded in IPv6 (mapped, translated, compatible,
+/// NAT64) as IPv4, so that it cannot slip past the IPv4 checks.
 fn canonical(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V6(v6) => {
@@ -292,8 +338,9 @@ fn canonical(address: IpAddr) -> IpAddr {
             let segments = v6.segments();
             let embedded = Ipv4Addr::from(u128::from(v6) as u32);
             let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+            let translated = segments[..6] == [0, 0, 0, 0, 0xffff, 0];
             let compatible = segments[..6] == [0; 6] && u32::from(embedded) > 1;
-            if nat64 || compatible { IpAddr::V4(embedded) } else { address }
+            if nat64 || translated || compatible { IpAddr::V4(embedded) } else { address }
         }
         IpAddr::V4(_) => address,
     }
@@ -314,6 +361,12 @@ fn blocked_range(address: IpAddr) -> Option<&'static str> {
                 Some("shared (carrier-grade NAT)")
             } else if octets[0] == 0 {
                 Some("unspecified")
+            } else if octets == [168, 63, 129, 16] {
+                Some("cloud host agent (Azure WireServer)")
+            } else if octets[..3] == [192, 0, 0] {
+                Some("IETF protocol assignment")
+            } else if octets[0] == 198 && (octets[1] & 0xfe) == 18 {
+                Some("benchmarking")
             } else if v4.is_multicast() || v4.is_broadcast() || octets[0] >= 240 {
                 Some("multicast or reserved")
             } else {
@@ -321,7 +374,8 @@ fn blocked_range(address: IpAddr) -> Option<&'static str> {
             }
         }
         IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            let first = segments[0];
             if v6.is_loopback() {
                 Some("loopback")
             } else if v6.is_unspecified() {
@@ -332,6 +386,12 @@ fn blocked_range(address: IpAddr) -> Option<&'static str> {
                 Some("private")
             } else if v6.is_multicast() {
                 Some("multicast or reserved")
+            } else if segments[..3] == [0x64, 0xff9b, 1] {
+                Some("local-use NAT64")
+            } else if first == 0x2002 {
+                Some("6to4")
+            } else if segments[..4] == [0x100, 0, 0, 0] {
+                Some("discard-only")
             } else {
                 None
             }
@@ -418,6 +478,16 @@ mod tests {
             "http://[fd00::1]/",
             "http://[::ffff:169.254.169.254]/",
             "http://[64:ff9b::a9fe:a9fe]/",
+            "http://168.63.129.16/",
+            "http://192.0.0.8/",
+            "http://198.18.0.1/",
+            "http://198.19.255.254/",
+            "http://[64:ff9b:1::a00:1]/",
+            "http://[2002:a9fe:a9fe::1]/",
+            "http://[2002:cb00:7107::1]/",
+            "http://[100::1]/",
+            "http://[::ffff:0:a9fe:a9fe]/",
+            "http://[::ffff:0:7f00:1]/",
         ] {
             assert!(matches!(check(&list, url), Err(Denied::BlockedAddress { .. })), "{url}");
         }
@@ -429,10 +499,33 @@ mod tests {
         assert!(check(&list, "http://127.0.0.1:8080/").is_ok());
         assert!(check(&list, "http://127.0.0.2:8080/").is_err());
         assert!(check(&list, "http://10.9.8.7:1234/").is_ok());
-        assert!(list.check_address("cloud.internal", "10.1.1.1".parse().unwrap()).is_ok());
-        assert!(list.check_address("cloud.internal", "192.168.1.1".parse().unwrap()).is_err());
-        assert!(list.check_address("metadata", "169.254.169.254".parse().unwrap()).is_err());
-        assert!(list.check_address("public", "203.0.113.1".parse().unwrap()).is_ok());
+        let http = |port| Some(Target { scheme: Scheme::Http, port });
+        assert!(list.check_address("cloud.internal", "10.1.1.1".parse().unwrap(), http(80)).is_ok());
+        assert!(list.check_address("cloud.internal", "192.168.1.1".parse().unwrap(), http(80)).is_err());
+        assert!(list.check_address("metadata", "169.254.169.254".parse().unwrap(), http(80)).is_err());
+        assert!(list.check_address("public", "203.0.113.1".parse().unwrap(), http(80)).is_ok());
+        assert!(list.check_address("cloud.internal", "10.1.1.1".parse().unwrap(), None).is_err(), "no target");
+    }
+
+    #[test]
+    fn a_network_entry_allows_its_own_scheme_and_ports_only() {
+        let list = list(&["https://10.0.0.0/8:8443", "http://*:9999"]);
+        assert!(check(&list, "https://10.1.2.3:8443/").is_ok());
+        assert!(
+            matches!(check(&list, "http://10.1.2.3:9999/"), Err(Denied::BlockedAddress { .. })),
+            "the wildcard entry allows the URL, the network entry not its scheme and port"
+        );
+        let https = |port| Some(Target { scheme: Scheme::Https, port });
+        assert!(list.check_address("cloud.internal", "10.1.1.1".parse().unwrap(), https(8443)).is_ok());
+        assert!(list.check_address("cloud.internal", "10.1.1.1".parse().unwrap(), https(443)).is_err());
+    }
+
+    #[test]
+    fn host_names_longer_than_dns_allows_are_refused() {
+        let list = list(&["https://*"]);
+        let long = format!("https://{}.example.com/", "a.".repeat(130));
+        assert!(matches!(check(&list, &long), Err(Denied::BadUrl(why)) if why.contains("longer than DNS allows")));
+        assert!(check(&list, "https://api.example.com/").is_ok());
     }
 
     #[test]

@@ -8,17 +8,30 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use url::Url;
 
 use crate::bindings::http::{Error as HttpError, Method, Request, RequestAuth, Response};
-use crate::credentials::Credentials;
+use crate::credentials::{Credentials, Role};
 use crate::error::LoadError;
-use crate::http::allowlist::{AllowList, Denied};
-use crate::http::sigv4;
+use crate::http::allowlist::{AllowList, Denied, Target};
+use crate::http::sigv4::{self, SigningError};
 
 /// Redirects followed before giving up.
 const MAX_REDIRECTS: usize = 5;
+/// Name lookups of one provider at once: each holds a thread of the
+/// blocking pool, which the whole process shares.
+const CONCURRENT_LOOKUPS: usize = 4;
+/// Idle connections kept per host, and for how long.
+const IDLE_PER_HOST: usize = 4;
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+tokio::task_local! {
+    /// The scheme and port of the request being connected, for the address
+    /// checks of its name lookup.
+    static CONNECTING: Target;
+}
 
 /// Headers a provider may not set: the host decides where a request goes
 /// and how it is framed.
@@ -51,20 +64,26 @@ pub(crate) struct Outbound {
 }
 
 /// Resolves names and drops the addresses the allow-list refuses, so that
-/// a connection only ever goes to a checked address.
+/// a connection only ever goes to a checked address; a few lookups at once.
 struct CheckedResolver {
     allow_list: Arc<AllowList>,
+    lookups: Arc<Semaphore>,
 }
 
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let allow_list = self.allow_list.clone();
+        let lookups = self.lookups.clone();
+        // A connection made for the pool in the background has no request:
+        // no special address is allowed for it.
+        let target = CONNECTING.try_with(|target| *target).ok();
         Box::pin(async move {
             let host = name.as_str().to_owned();
+            let _turn = lookups.acquire_owned().await?;
             let resolved = tokio::net::lookup_host((host.as_str(), 0)).await?;
             let mut refused = None;
             let allowed: Vec<SocketAddr> = resolved
-                .filter(|address| match allow_list.check_address(&host, address.ip()) {
+                .filter(|address| match allow_list.check_address(&host, address.ip(), target) {
                     Ok(()) => true,
                     Err(denied) => {
                         refused = Some(denied);
@@ -82,16 +101,30 @@ impl Resolve for CheckedResolver {
 }
 
 impl Outbound {
-    pub(crate) fn new(allow_list: AllowList, limits: BodyLimits) -> Result<Self, LoadError> {
+    /// A client for `allow_list`, trusting the system's and the web's
+    /// certificate authorities and those of `trusted_certificates` (PEM).
+    pub(crate) fn new(
+        allow_list: AllowList,
+        limits: BodyLimits,
+        trusted_certificates: Option<&[u8]>,
+    ) -> Result<Self, LoadError> {
         let allow_list = Arc::new(allow_list);
-        let client = reqwest::Client::builder()
+        let resolver =
+            CheckedResolver { allow_list: allow_list.clone(), lookups: Arc::new(Semaphore::new(CONCURRENT_LOOKUPS)) };
+        let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .dns_resolver(Arc::new(CheckedResolver { allow_list: allow_list.clone() }))
+            .dns_resolver(Arc::new(resolver))
             .user_agent(concat!("wasm-ccm/", env!("CARGO_PKG_VERSION")))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|err| LoadError::Engine(format!("cannot build the HTTP client: {err}")))?;
+            .pool_max_idle_per_host(IDLE_PER_HOST)
+            .pool_idle_timeout(IDLE_TIMEOUT);
+        if let Some(pem) = trusted_certificates {
+            for certificate in reqwest::Certificate::from_pem_bundle(pem).map_err(LoadError::TrustedCertificates)? {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let client =
+            builder.build().map_err(|err| LoadError::Engine(format!("cannot build the HTTP client: {err}")))?;
         Ok(Outbound { client, allow_list, limits })
     }
 
@@ -118,22 +151,23 @@ impl Outbound {
         let mut method = request.method;
         let mut body = request.body;
         for hop in 0..=MAX_REDIRECTS {
-            self.allow_list.check_url(&url).map_err(|denied| match hop {
+            let denied = |denied: Denied| match hop {
                 0 => HttpError::Denied(denied.to_string()),
                 _ => HttpError::Denied(format!("redirect refused: {denied}")),
-            })?;
+            };
+            self.allow_list.check_url(&url).map_err(denied)?;
+            let target = Target::of(&url).map_err(denied)?;
             let mut hop_headers = headers.clone();
             // Credentials go only to the origin the provider named.
             if let Some(auth) = request.auth.as_ref().filter(|_| url.origin() == origin) {
-                authorize(auth, credentials, method, &url, &mut hop_headers, &body)?;
+                authorize(auth, credentials, method, &url, target, &mut hop_headers, &body)?;
             }
-            let response = tokio::time::timeout_at(
-                until,
-                self.client.request(reqwest_method(method), url.clone()).headers(hop_headers).body(body.clone()).send(),
-            )
-            .await
-            .map_err(|_| HttpError::Timeout)?
-            .map_err(transport_error)?;
+            let sent =
+                self.client.request(reqwest_method(method), url.clone()).headers(hop_headers).body(body.clone()).send();
+            let response = tokio::time::timeout_at(until, CONNECTING.scope(target, sent))
+                .await
+                .map_err(|_| HttpError::Timeout)?
+                .map_err(transport_error)?;
             let status = response.status();
             let location = response.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok());
             if let (true, Some(location)) = (status.is_redirection(), location) {
@@ -201,14 +235,15 @@ fn authorize(
     credentials: &Credentials,
     method: Method,
     url: &Url,
+    target: Target,
     headers: &mut HeaderMap,
     body: &[u8],
 ) -> Result<(), HttpError> {
     let added = match auth {
         RequestAuth::Bearer(name) => {
-            let token = credentials.get_text(name).ok_or_else(|| {
-                HttpError::InvalidRequest(format!("credential {name:?} is not bound to this provider"))
-            })?;
+            let token = credentials
+                .for_role(name, Role::Bearer, target.is_https())
+                .map_err(|refused| HttpError::Denied(refused.to_string()))?;
             vec![("authorization".to_owned(), format!("Bearer {token}"))]
         }
         RequestAuth::AwsSigv4(params) => {
@@ -216,8 +251,20 @@ fn authorize(
                 .iter()
                 .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
                 .collect();
-            sigv4::signature_headers(params, credentials, reqwest_method(method).as_str(), url.as_str(), &signed, body)
-                .map_err(HttpError::InvalidRequest)?
+            let method = reqwest_method(method);
+            sigv4::signature_headers(
+                params,
+                credentials,
+                target.is_https(),
+                method.as_str(),
+                url.as_str(),
+                &signed,
+                body,
+            )
+            .map_err(|err| match err {
+                SigningError::Refused(refused) => HttpError::Denied(refused.to_string()),
+                other => HttpError::InvalidRequest(other.to_string()),
+            })?
         }
     };
     for (name, value) in added {

@@ -17,6 +17,10 @@ use crate::credentials::Credentials;
 use crate::log::Origin;
 use crate::metrics::ProviderMetrics;
 
+/// The longest URL a provider may request, so that what the host parses
+/// and logs of it stays small.
+const MAX_URL: usize = 8192;
+
 /// The `http` import of one call.
 pub(crate) struct HttpImport {
     pub(crate) metrics: ProviderMetrics,
@@ -28,6 +32,11 @@ pub(crate) struct HttpImport {
 
 impl http::Host for HttpImport {
     async fn send(&mut self, request: Request) -> wasmtime::Result<Result<Response, HttpError>> {
+        if request.url.len() > MAX_URL {
+            let refused = format!("a URL of {} bytes is longer than {MAX_URL}", request.url.len());
+            self.metrics.http(&self.origin.provider, "invalid", "error");
+            return Ok(Err(HttpError::InvalidRequest(refused)));
+        }
         let span = tracing::debug_span!(
             "http.send",
             provider = &*self.origin.provider,
@@ -47,6 +56,7 @@ impl http::Host for HttpImport {
                 response.status.to_string()
             }
             Err(HttpError::Denied(why)) => {
+                let why = crate::log::clip(why, crate::log::MAX_TEXT);
                 tracing::warn!(parent: &span, provider = &*self.origin.provider, "refused a provider's HTTP request: {why}");
                 "denied".to_owned()
             }

@@ -8,28 +8,57 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, si
 use aws_sigv4::sign::v4;
 
 use crate::bindings::http::AwsSigv4;
-use crate::credentials::Credentials;
+use crate::credentials::{Credentials, Role, UseRefused};
+
+/// The longest region or service name accepted.
+const MAX_SCOPE_PART: usize = 64;
+
+/// Why a request cannot be signed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SigningError {
+    /// A named credential cannot be used in its slot.
+    #[error(transparent)]
+    Refused(#[from] UseRefused),
+    /// The region or service is not a name.
+    #[error(
+        "the {part} {value:?} is not a region or service name (letters, digits, '-', '_' or '.', at most {MAX_SCOPE_PART})"
+    )]
+    BadScope {
+        /// `region` or `service`.
+        part: &'static str,
+        /// What the provider gave, cut short.
+        value: String,
+    },
+    /// aws-sigv4 refused the request.
+    #[error("cannot sign the request: {0}")]
+    Sign(String),
+}
 
 /// The headers that sign a request: `authorization`, `x-amz-date` and, with
-/// a session token, `x-amz-security-token`.
+/// a session token, `x-amz-security-token`. Each credential is used in its
+/// slot's role only, see [`Credentials::for_role`].
 ///
 /// # Errors
-/// When a named credential is not bound to the provider, or the request
-/// cannot be signed.
+/// When a named credential cannot be used in its slot, the region or
+/// service is not a name, or the request cannot be signed.
 pub(crate) fn signature_headers(
     params: &AwsSigv4,
     credentials: &Credentials,
+    over_tls: bool,
     method: &str,
     url: &str,
     headers: &[(String, String)],
     body: &[u8],
-) -> Result<Vec<(String, String)>, String> {
-    let credential = |name: &str| {
-        credentials.get_text(name).ok_or_else(|| format!("credential {name:?} is not bound to this provider"))
-    };
-    let access_key_id = credential(&params.access_key_id)?;
-    let secret_access_key = credential(&params.secret_access_key)?;
-    let session_token = params.session_token.as_deref().map(credential).transpose()?;
+) -> Result<Vec<(String, String)>, SigningError> {
+    let region = scope_part("region", &params.region)?;
+    let service = scope_part("service", &params.service)?;
+    let access_key_id = credentials.for_role(&params.access_key_id, Role::AwsAccessKeyId, over_tls)?;
+    let secret_access_key = credentials.for_role(&params.secret_access_key, Role::AwsSecretAccessKey, over_tls)?;
+    let session_token = params
+        .session_token
+        .as_deref()
+        .map(|name| credentials.for_role(name, Role::AwsSessionToken, over_tls))
+        .transpose()?;
     let identity = aws_credential_types::Credentials::new(
         access_key_id,
         secret_access_key,
@@ -40,12 +69,12 @@ pub(crate) fn signature_headers(
     .into();
     let signing_params = v4::SigningParams::builder()
         .identity(&identity)
-        .region(&params.region)
-        .name(&params.service)
+        .region(region)
+        .name(service)
         .time(SystemTime::now())
         .settings(SigningSettings::default())
         .build()
-        .map_err(|err| format!("cannot sign the request: {err}"))?
+        .map_err(|err| SigningError::Sign(err.to_string()))?
         .into();
     let signable = SignableRequest::new(
         method,
@@ -53,10 +82,23 @@ pub(crate) fn signature_headers(
         headers.iter().map(|(name, value)| (name.as_str(), value.as_str())),
         SignableBody::Bytes(body),
     )
-    .map_err(|err| format!("cannot sign the request: {err}"))?;
+    .map_err(|err| SigningError::Sign(err.to_string()))?;
     let (instructions, _signature) =
-        sign(signable, &signing_params).map_err(|err| format!("cannot sign the request: {err}"))?.into_parts();
+        sign(signable, &signing_params).map_err(|err| SigningError::Sign(err.to_string()))?.into_parts();
     Ok(instructions.headers().map(|(name, value)| (name.to_owned(), value.to_owned())).collect())
+}
+
+/// A region or service name, which the signature's scope carries in the
+/// clear: nothing but a name may go there.
+fn scope_part<'a>(part: &'static str, value: &'a str) -> Result<&'a str, SigningError> {
+    let valid = !value.is_empty()
+        && value.len() <= MAX_SCOPE_PART
+        && value.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+    if valid {
+        Ok(value)
+    } else {
+        Err(SigningError::BadScope { part, value: value.chars().take(MAX_SCOPE_PART).collect() })
+    }
 }
 
 #[cfg(test)]
@@ -80,6 +122,7 @@ mod tests {
         let headers = signature_headers(
             &params(Some("token")),
             &credentials,
+            true,
             "POST",
             "https://ec2.us-east-1.amazonaws.com/",
             &[],
@@ -96,11 +139,48 @@ mod tests {
         assert!(!authorization.contains("wJalrXUtnFEMI"), "the secret is never sent");
     }
 
+    fn sign_with(params: &AwsSigv4, credentials: &Credentials) -> Result<Vec<(String, String)>, SigningError> {
+        signature_headers(params, credentials, false, "GET", "http://ec2.amazonaws.com/", &[], b"")
+    }
+
     #[test]
     fn refuses_unbound_credentials() {
         let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE")]);
-        let err =
-            signature_headers(&params(None), &credentials, "GET", "https://ec2.amazonaws.com/", &[], b"").unwrap_err();
+        let err = sign_with(&params(None), &credentials).unwrap_err().to_string();
         assert!(err.contains("\"secret\" is not bound"), "{err}");
+    }
+
+    #[test]
+    fn a_sealed_secret_key_never_fills_a_slot_that_is_sent() {
+        let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI")])
+            .seal([("secret", Role::AwsSecretAccessKey)])
+            .unwrap();
+        assert!(sign_with(&params(None), &credentials).is_ok());
+        let mut as_key_id = params(None);
+        as_key_id.access_key_id = "secret".into();
+        let err = sign_with(&as_key_id, &credentials).unwrap_err().to_string();
+        assert!(
+            err.contains("sealed as aws-sigv4-secret-access-key and cannot be used as aws-sigv4-access-key-id"),
+            "{err}"
+        );
+        let mut as_token = params(Some("secret"));
+        as_token.secret_access_key = "key-id".into();
+        assert!(matches!(sign_with(&as_token, &credentials), Err(SigningError::Refused(UseRefused::WrongRole { .. }))));
+    }
+
+    #[test]
+    fn regions_and_services_are_names() {
+        let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI")]);
+        for (region, service) in
+            [("us-east-1 x", "ec2"), ("us-east-1", "ec2\r\nx-evil: 1"), ("", "ec2"), ("us-east-1", &"s".repeat(65))]
+        {
+            let mut bad = params(None);
+            bad.region = region.into();
+            bad.service = service.into();
+            assert!(
+                matches!(sign_with(&bad, &credentials), Err(SigningError::BadScope { .. })),
+                "{region:?} {service:?}"
+            );
+        }
     }
 }

@@ -8,7 +8,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use wasm_ccm_sdk::http::Request;
+use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth};
+use wasm_ccm_sdk::log::Level;
 use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
 use wasm_ccm_sdk::{Error, LoadBalancer, Provider};
 
@@ -80,6 +81,51 @@ impl LoadBalancer for Hostile {
             "http-auth" => {
                 let response = Request::get(arg).bearer("token").send()?;
                 Ok(observed(format!("status {} body {}", response.status(), response.text())))
+            }
+            "bearer" => {
+                // `NAME URL`: the credential NAME as a bearer token.
+                let (name, url) = arg.split_once(' ').unwrap_or((arg, ""));
+                let response = Request::get(url).bearer(name).send()?;
+                Ok(observed(format!("status {} body {}", response.status(), response.text())))
+            }
+            "sigv4" => {
+                // `ACCESS-KEY-ID SECRET SESSION-TOKEN|- REGION SERVICE URL`.
+                let parts: Vec<&str> = arg.splitn(6, ' ').collect();
+                let [access_key_id, secret_access_key, session_token, region, service, url] = parts[..] else {
+                    return Err(Error::other("sigv4 takes six arguments"));
+                };
+                let auth = RequestAuth::AwsSigv4(AwsSigv4 {
+                    region: region.into(),
+                    service: service.into(),
+                    access_key_id: access_key_id.into(),
+                    secret_access_key: secret_access_key.into(),
+                    session_token: (session_token != "-").then(|| session_token.into()),
+                });
+                let response = Request::get(url).auth(auth).send()?;
+                Ok(observed(format!("status {} body {}", response.status(), response.text())))
+            }
+            "log-flood" => {
+                // ARG MiB of NULs as one message and as 100 fields, then a
+                // thousand more lines than a call may write.
+                let nuls = "\0".repeat(arg.parse::<usize>().unwrap_or(50) << 20);
+                wasm_ccm_sdk::log::emit(Level::Warn, &nuls, &[]);
+                let fields: Vec<(&str, &str)> = (0..100).map(|_| ("nuls", &nuls[..1 << 16])).collect();
+                wasm_ccm_sdk::log::emit(Level::Warn, "fields", &fields);
+                for _ in 0..2000 {
+                    wasm_ccm_sdk::log::emit(Level::Warn, &nuls[..1 << 16], &[]);
+                }
+                Ok(observed("logged".into()))
+            }
+            "resources" => {
+                // Pollables kept until the host refuses more.
+                let mut kept = 0usize;
+                loop {
+                    std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1));
+                    kept += 1;
+                    if kept == 10_000_000 {
+                        return Ok(observed(format!("kept {kept} pollables")));
+                    }
+                }
             }
             "credential" => {
                 let value = wasm_ccm_sdk::credentials::get_string(arg)?;
