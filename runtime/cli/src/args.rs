@@ -2,10 +2,12 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::conformance::ConformanceArgs;
 use crate::local::LocalArgs;
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
 use crate::provider_inspect::InspectArgs;
+use crate::provider_new::NewArgs;
 use crate::provider_push::PushArgs;
 use crate::provider_verify::VerifyArgs;
 use crate::run::RunArgs;
@@ -50,6 +52,13 @@ pub enum ProviderCommand {
     /// Check a component's sha256 pin and signature, from a file or a
     /// registry; fails when it does not verify.
     Verify(VerifyArgs),
+    /// Check that a provider behaves as the controllers expect, over every
+    /// part it supports, with the nodes and Services of a fixture; fails
+    /// when a check fails.
+    Conformance(Box<ConformanceArgs>),
+    /// Write a provider crate to start from: the SDK skeleton of the chosen
+    /// parts, a native unit test and a README.
+    New(NewArgs),
 }
 
 #[cfg(test)]

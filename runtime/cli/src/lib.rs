@@ -3,12 +3,14 @@
 
 mod admin;
 mod args;
+mod conformance;
 mod leader;
 mod local;
 mod logging;
 mod provider_args;
 mod provider_call;
 mod provider_inspect;
+mod provider_new;
 mod provider_push;
 mod provider_source;
 mod provider_verify;
@@ -18,7 +20,7 @@ mod signals;
 mod upstream_args;
 
 pub use args::{Args, Command, ProviderCommand};
-pub use provider_args::ProviderArgs;
+pub use provider_args::{ProviderArgs, SandboxArgs};
 pub use provider_source::SourceArgs;
 pub use run::RunArgs;
 
@@ -41,6 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Command::Provider(ProviderCommand::Push(args)) => provider_push::push(args).await,
             Command::Provider(ProviderCommand::Inspect(args)) => provider_inspect::inspect(args).await,
             Command::Provider(ProviderCommand::Verify(args)) => provider_verify::verify(args).await,
+            Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(*args).await,
+            Command::Provider(ProviderCommand::New(args)) => provider_new::new(args),
         }
     })
 }

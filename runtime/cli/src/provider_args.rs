@@ -17,6 +17,15 @@ pub struct ProviderArgs {
     /// `run` watches it and swaps in each new version that passes its checks.
     #[arg(long = "provider", value_name = "FILE|oci://REF|configmap:NS/NAME/KEY", env = "WASM_CCM_PROVIDER")]
     pub provider: String,
+    /// Its configuration, credentials, allow-list and limits.
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+/// A provider's configuration, credentials, allow-list and limits: every
+/// provider flag but the component itself.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SandboxArgs {
     /// The provider's configuration file, passed to it verbatim.
     #[arg(long = "cloud-config", value_name = "FILE")]
     pub cloud_config: Option<PathBuf>,
@@ -64,11 +73,7 @@ impl ProviderArgs {
 
     /// The configuration file and credentials directory, to watch.
     pub fn input_files(&self) -> InputFiles {
-        InputFiles {
-            config: self.cloud_config.clone(),
-            credentials: self.credentials.clone(),
-            sealed: self.sealed_credentials.clone(),
-        }
+        self.sandbox.input_files()
     }
 
     /// Reads the component, configuration and credentials into a spec; the
@@ -82,6 +87,25 @@ impl ProviderArgs {
         };
         let wasm = std::fs::read(&path).with_context(|| format!("cannot read the provider {}", path.display()))?;
         Ok(ProviderSpec { wasm: wasm.into(), ..self.template(name, cluster_name)? })
+    }
+
+    /// A spec without the component: see [`SandboxArgs::template`].
+    ///
+    /// # Errors
+    /// When a file cannot be read or a flag is invalid.
+    pub fn template(&self, name: &str, cluster_name: &str) -> anyhow::Result<ProviderSpec> {
+        self.sandbox.template(name, cluster_name)
+    }
+}
+
+impl SandboxArgs {
+    /// The configuration file and credentials directory, to watch.
+    pub fn input_files(&self) -> InputFiles {
+        InputFiles {
+            config: self.cloud_config.clone(),
+            credentials: self.credentials.clone(),
+            sealed: self.sealed_credentials.clone(),
+        }
     }
 
     /// A spec without the component: the configuration, credentials,

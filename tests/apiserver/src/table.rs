@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::conversion;
 use crate::meta;
 use crate::resources::ResourceType;
 
@@ -51,6 +52,24 @@ const SERVICE_COLUMNS: &[Column] = &[
 
 const NAMESPACE_COLUMNS: &[Column] = &[NAME, column("Status", "The phase of the namespace."), AGE];
 
+/// kube-apiserver's event columns, for core `v1` and `events.k8s.io/v1` Events alike.
+const EVENT_COLUMNS: &[Column] = &[
+    column("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
+    column("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
+    column(
+        "Reason",
+        "This should be a short, machine understandable string that gives the reason for the transition into the \
+         object's current status.",
+    ),
+    column("Object", "The object that this event is about."),
+    wide("Subobject", "The part of the object the event is about, such as spec.containers{name}."),
+    wide("Source", "The component reporting this event. Should be a short machine understandable string."),
+    column("Message", "A human-readable description of the status of this operation."),
+    wide("First Seen", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"),
+    wide("Count", "The number of times this event has occurred."),
+    wide("Name", "Name must be unique within a namespace."),
+];
+
 const DEFAULT_COLUMNS: &[Column] = &[NAME, AGE];
 
 fn columns(resource: &ResourceType) -> &'static [Column] {
@@ -58,6 +77,7 @@ fn columns(resource: &ResourceType) -> &'static [Column] {
         "nodes" => NODE_COLUMNS,
         "services" => SERVICE_COLUMNS,
         "namespaces" => NAMESPACE_COLUMNS,
+        "events" => EVENT_COLUMNS,
         _ => DEFAULT_COLUMNS,
     }
 }
@@ -71,7 +91,8 @@ pub(crate) fn table(resource: &ResourceType, objects: &[Arc<Value>], list_metada
             json!({"name": c.name, "type": c.kind, "format": format, "description": c.description, "priority": c.priority})
         })
         .collect();
-    let rows: Vec<Value> = objects.iter().map(|object| row(resource, object)).collect();
+    let now = jiff::Timestamp::now();
+    let rows: Vec<Value> = objects.iter().map(|object| row(resource, object, now)).collect();
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -81,10 +102,11 @@ pub(crate) fn table(resource: &ResourceType, objects: &[Arc<Value>], list_metada
     })
 }
 
-fn row(resource: &ResourceType, object: &Value) -> Value {
+fn row(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Value {
     let name = meta::string(object, "name");
-    let age = age(meta::string(object, "creationTimestamp"), jiff::Timestamp::now());
-    let cells: Vec<String> = match resource.storage {
+    let age = age(meta::string(object, "creationTimestamp"), now);
+    let cells: Vec<Value> = match resource.storage {
+        "events" => event_cells(resource, object, now),
         "nodes" => {
             let info = |field: &str| text(object, &format!("status.nodeInfo.{field}"), "<unknown>");
             vec![
@@ -99,25 +121,79 @@ fn row(resource: &ResourceType, object: &Value) -> Value {
                 info("kernelVersion"),
                 info("containerRuntimeVersion"),
             ]
+            .into_iter()
+            .map(Value::from)
+            .collect()
         }
         "services" => vec![
-            name.to_string(),
-            text(object, "spec.type", "ClusterIP"),
-            text(object, "spec.clusterIP", "<none>"),
-            service_external_ip(object),
-            service_ports(object),
-            age,
-            service_selector(object),
+            name.into(),
+            text(object, "spec.type", "ClusterIP").into(),
+            text(object, "spec.clusterIP", "<none>").into(),
+            service_external_ip(object).into(),
+            service_ports(object).into(),
+            age.into(),
+            service_selector(object).into(),
         ],
-        "namespaces" => vec![name.to_string(), text(object, "status.phase", ""), age],
-        _ => vec![name.to_string(), age],
+        "namespaces" => vec![name.into(), text(object, "status.phase", "").into(), age.into()],
+        _ => vec![name.into(), age.into()],
     };
-    let partial = json!({
+    json!({ "cells": cells, "object": partial(object) })
+}
+
+fn partial(object: &Value) -> Value {
+    json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    });
-    json!({ "cells": cells, "object": partial })
+    })
+}
+
+/// An Event's cells as kube-apiserver's printer makes them, from either
+/// shape: the times fall back from the deprecated fields to `eventTime` and
+/// the series, the count is a number (1 for a singleton of the new API),
+/// and the source falls back to the reporting controller and instance.
+fn event_cells(resource: &ResourceType, object: &Value, now: jiff::Timestamp) -> Vec<Value> {
+    let event = conversion::to_storage(resource, object.clone());
+    let string = |path: &str| meta::lookup(&event, path).and_then(Value::as_str).unwrap_or_default();
+    let first_non_empty =
+        |a: &'static str, b: &'static str| Some(string(a)).filter(|s| !s.is_empty()).unwrap_or(string(b));
+    let first_seen = match string("firstTimestamp") {
+        "" => age(string("eventTime"), now),
+        first => age(first, now),
+    };
+    let mut last_seen = match string("lastTimestamp") {
+        "" => first_seen.clone(),
+        last => age(last, now),
+    };
+    let mut count = meta::lookup(&event, "count").and_then(Value::as_i64).unwrap_or(0);
+    if meta::lookup(&event, "series").is_some_and(Value::is_object) {
+        last_seen = age(string("series.lastObservedTime"), now);
+        count = meta::lookup(&event, "series.count").and_then(Value::as_i64).unwrap_or(0);
+    } else if count == 0 {
+        count = 1;
+    }
+    let kind = string("involvedObject.kind").to_lowercase();
+    let object_name = match string("involvedObject.name") {
+        "" => kind,
+        name => format!("{kind}/{name}"),
+    };
+    let component = first_non_empty("source.component", "reportingComponent");
+    let source = match first_non_empty("source.host", "reportingInstance") {
+        "" => component.to_owned(),
+        instance => format!("{component}, {instance}"),
+    };
+    vec![
+        last_seen.into(),
+        string("type").into(),
+        string("reason").into(),
+        object_name.into(),
+        string("involvedObject.fieldPath").into(),
+        source.into(),
+        string("message").trim().into(),
+        first_seen.into(),
+        count.into(),
+        meta::string(&event, "name").into(),
+    ]
 }
 
 fn text(object: &Value, path: &str, absent: &str) -> String {
@@ -278,5 +354,91 @@ mod tests {
         assert_eq!(cells[1], "Ready,SchedulingDisabled");
         assert_eq!(cells[2], "control-plane");
         assert_eq!(cells[4], "v1.33.1");
+    }
+
+    /// The cells kube-apiserver 1.24 serves for these events, read at 19:52:47.
+    #[test]
+    fn events_print_as_kube_apiserver_prints_them() {
+        let now: jiff::Timestamp = "2026-11-22T19:52:47Z".parse().unwrap();
+        let core = json!({
+            "metadata": {"name": "node-a.2", "namespace": "default"},
+            "involvedObject": {"kind": "Node", "name": "node-a", "fieldPath": "spec.containers{x}"},
+            "reason": "Synced", "message": "Node synced successfully", "type": "Warning",
+            "source": {"component": "cloud-node-controller", "host": "h1"},
+            "firstTimestamp": "2026-11-22T19:40:00Z", "lastTimestamp": "2026-11-22T19:45:00Z", "count": 2,
+        });
+        let cells = row(by_name("events").unwrap(), &core, now)["cells"].clone();
+        assert_eq!(
+            cells,
+            json!([
+                "7m47s",
+                "Warning",
+                "Synced",
+                "node/node-a",
+                "spec.containers{x}",
+                "cloud-node-controller, h1",
+                "Node synced successfully",
+                "12m",
+                2,
+                "node-a.2"
+            ])
+        );
+
+        let events = by_name("events.events.k8s.io").unwrap();
+        let series = json!({
+            "metadata": {"name": "web.1", "namespace": "default"},
+            "eventTime": "2026-11-22T19:40:00.000000Z",
+            "series": {"count": 3, "lastObservedTime": "2026-11-22T19:50:00.000000Z"},
+            "reportingController": "service-controller", "reportingInstance": "service-controller-host1",
+            "action": "EnsuringLoadBalancer", "reason": "EnsuringLoadBalancer", "type": "Normal",
+            "regarding": {"kind": "Service", "namespace": "default", "name": "web"},
+            "note": "Ensuring load balancer ",
+        });
+        let cells = row(events, &series, now)["cells"].clone();
+        assert_eq!(
+            cells,
+            json!([
+                "2m47s",
+                "Normal",
+                "EnsuringLoadBalancer",
+                "service/web",
+                "",
+                "service-controller, service-controller-host1",
+                "Ensuring load balancer",
+                "12m",
+                3,
+                "web.1"
+            ])
+        );
+        let single = json!({
+            "metadata": {"name": "web.3"}, "eventTime": "2026-11-22T19:58:00.000000Z",
+            "reportingController": "service-controller", "reason": "Single", "type": "Warning",
+            "regarding": {"kind": "Service"}, "note": "single event",
+        });
+        let cells = row(events, &single, now)["cells"].clone();
+        assert_eq!(
+            cells,
+            json!([
+                "<invalid>",
+                "Warning",
+                "Single",
+                "service",
+                "",
+                "service-controller",
+                "single event",
+                "<invalid>",
+                1,
+                "web.3"
+            ])
+        );
+        let table = table(events, &[Arc::new(series)], json!({}));
+        let names: Vec<&str> =
+            table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message", "First Seen", "Count", "Name"]
+        );
+        assert_eq!(table["columnDefinitions"][9]["format"], "name");
+        assert_eq!(table["columnDefinitions"][9]["priority"], 1);
     }
 }

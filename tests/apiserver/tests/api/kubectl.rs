@@ -1,7 +1,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Node, Service};
+use k8s_openapi::api::events::v1::Event as EventsV1;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -92,6 +93,66 @@ async fn kubectl_prints_tables_and_objects() -> anyhow::Result<()> {
         assert_eq!(object["kind"], "Node");
         assert_eq!(object["metadata"]["name"], "worker-1");
         assert_eq!(object["status"]["nodeInfo"]["kubeletVersion"], "v1.33.1");
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn kubectl_prints_events_as_a_real_cluster() -> anyhow::Result<()> {
+    if !kubectl_installed() {
+        eprintln!("skipping the kubectl assertions: kubectl is not on PATH");
+        return Ok(());
+    }
+    within(60, async {
+        let (server, client) = server().await?;
+        // One event through each API, as the controllers and older recorders write them.
+        let recorded: EventsV1 = serde_json::from_value(json!({
+            "metadata": {"name": "web.1", "namespace": "default"},
+            "eventTime": jiff::Timestamp::now().to_string(),
+            "reportingController": "service-controller", "reportingInstance": "service-controller-host1",
+            "action": "EnsuringLoadBalancer", "reason": "EnsuringLoadBalancer", "type": "Normal",
+            "regarding": {"kind": "Service", "namespace": "default", "name": "web", "apiVersion": "v1"},
+            "note": "Ensuring load balancer",
+        }))?;
+        Api::<EventsV1>::namespaced(client.clone(), "default").create(&PostParams::default(), &recorded).await?;
+        let legacy: CoreEvent = serde_json::from_value(json!({
+            "metadata": {"name": "node-a.2", "namespace": "default"},
+            "involvedObject": {"kind": "Node", "name": "node-a"},
+            "reason": "SyncLoadBalancerFailed", "message": "Error syncing load balancer: quota exceeded", "type": "Warning",
+            "source": {"component": "cloud-node-controller"},
+            "firstTimestamp": jiff::Timestamp::now().to_string(), "lastTimestamp": jiff::Timestamp::now().to_string(),
+            "count": 2,
+        }))?;
+        Api::<CoreEvent>::namespaced(client, "default").create(&PostParams::default(), &legacy).await?;
+
+        let dir = scratch_dir()?;
+        server.write_kubeconfig(&dir.join("kubeconfig"))?;
+        for resource in ["events", "events.events.k8s.io"] {
+            let table = kubectl(&dir, &["get", resource, "-A"]).await?;
+            let lines: Vec<&str> = table.lines().collect();
+            let columns: Vec<&str> = lines[0].split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+            assert_eq!(columns, ["NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], "{table}");
+            let row = |name: &str| lines.iter().find(|l| l.contains(name)).map(|l| l.split_whitespace().collect::<Vec<_>>());
+            let normal = row("service/web").expect(&table);
+            assert_eq!(normal[0], "default");
+            assert!(normal[1].ends_with('s'), "{table}");
+            assert_eq!(&normal[2..], ["Normal", "EnsuringLoadBalancer", "service/web", "Ensuring", "load", "balancer"]);
+            let warning = row("node/node-a").expect(&table);
+            assert_eq!(&warning[2..5], ["Warning", "SyncLoadBalancerFailed", "node/node-a"], "{table}");
+            assert!(lines.iter().any(|l| l.ends_with("Error syncing load balancer: quota exceeded")), "{table}");
+        }
+        let wide = kubectl(&dir, &["get", "events", "-o", "wide"]).await?;
+        let header: Vec<&str> = wide.lines().next().unwrap_or_default().split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        assert_eq!(
+            header,
+            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE", "FIRST SEEN", "COUNT", "NAME"],
+            "{wide}"
+        );
+        let recorded_row = wide.lines().find(|l| l.contains("service/web")).expect(&wide);
+        assert!(recorded_row.contains("service-controller, service-controller-host1"), "{wide}");
+        assert!(recorded_row.split_whitespace().collect::<Vec<_>>().ends_with(&["1", "web.1"]), "{wide}");
         std::fs::remove_dir_all(&dir)?;
         Ok(())
     })

@@ -1,0 +1,77 @@
+//! Provider calls as the controllers make them, recorded: each call's time
+//! and error, a `retry` honoured after its delay.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wasm_ccm_host::{ProviderError, ProviderHandle};
+
+/// Attempts of one call while the provider answers `retry`.
+const ATTEMPTS: usize = 5;
+/// The longest `retry` delay waited for; a longer one is cut to this.
+const LONGEST_WAIT: Duration = Duration::from_secs(10);
+
+/// One attempt of a call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The WIT function, `load-balancer.ensure` and so on.
+    pub function: &'static str,
+    /// How long it took.
+    pub time: Duration,
+    /// Its error, if it failed.
+    pub error: Option<ProviderError>,
+}
+
+/// Calls to one loaded provider; clones of a log share it.
+#[derive(Clone)]
+pub struct Calls {
+    handle: ProviderHandle,
+    log: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Calls {
+    /// Calls to `handle`, recorded in a new log.
+    pub fn new(handle: ProviderHandle) -> Calls {
+        Calls { handle, log: Arc::default() }
+    }
+
+    /// Calls to `handle`, recorded in this one's log.
+    pub fn sharing_log(&self, handle: ProviderHandle) -> Calls {
+        Calls { handle, log: self.log.clone() }
+    }
+
+    /// Every attempt so far.
+    pub fn log(&self) -> Vec<Call> {
+        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Makes the call `function`, again after the delay of each `retry`
+    /// answer, and records every attempt.
+    ///
+    /// # Errors
+    /// The last attempt's error.
+    pub async fn run<T>(
+        &self,
+        function: &'static str,
+        call: impl AsyncFn(&ProviderHandle) -> Result<T, ProviderError>,
+    ) -> Result<T, ProviderError> {
+        let mut attempt = 1;
+        loop {
+            let started = Instant::now();
+            let result = call(&self.handle).await;
+            let error = result.as_ref().err().cloned();
+            self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Call {
+                function,
+                time: started.elapsed(),
+                error: error.clone(),
+            });
+            match error {
+                Some(ProviderError::Retry { delay, .. }) if !delay.is_zero() && attempt < ATTEMPTS => {
+                    tokio::time::sleep(delay.min(LONGEST_WAIT)).await;
+                    attempt += 1;
+                }
+                _ => return result,
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The fixture: the nodes the provider's cloud has and the Services to give
+//! load balancers, as Kubernetes objects in YAML or JSON.
+
+use std::path::Path;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::{Node, Service, ServiceSpec};
+use serde::Deserialize;
+
+/// The name asked about when the fixture names no unknown node.
+const UNKNOWN_NODE: &str = "wasm-ccm-conformance-absent";
+
+/// What the suite works on.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fixture {
+    /// Nodes whose instances exist in the cloud: instance checks ask about
+    /// each, load balancers target them, and those with `spec.podCIDR` get
+    /// routes.
+    #[serde(default)]
+    pub nodes: Vec<Node>,
+    /// Services to create, update and delete load balancers for.
+    #[serde(default)]
+    pub services: Vec<Service>,
+    /// A node name the cloud has no instance for.
+    #[serde(default = "unknown_node")]
+    pub unknown_node: String,
+}
+
+fn unknown_node() -> String {
+    UNKNOWN_NODE.to_owned()
+}
+
+impl Fixture {
+    /// Reads a fixture file, YAML or JSON, and fills in what the API server
+    /// would: UIDs, the `default` namespace and the `LoadBalancer` type.
+    ///
+    /// # Errors
+    /// When it cannot be read or parsed, or an object has no name.
+    pub fn read(path: &Path) -> anyhow::Result<Fixture> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let fixture: Fixture =
+            serde_norway::from_str(&text).with_context(|| format!("invalid fixture {}", path.display()))?;
+        fixture.completed().with_context(|| format!("invalid fixture {}", path.display()))
+    }
+
+    fn completed(mut self) -> anyhow::Result<Fixture> {
+        for node in &mut self.nodes {
+            let name = node.metadata.name.clone().filter(|name| !name.is_empty()).context("a node has no name")?;
+            node.metadata.uid.get_or_insert_with(|| uid(&format!("node/{name}")));
+        }
+        for service in &mut self.services {
+            let name =
+                service.metadata.name.clone().filter(|name| !name.is_empty()).context("a Service has no name")?;
+            let namespace = service.metadata.namespace.get_or_insert_with(|| "default".to_owned()).clone();
+            service.metadata.uid.get_or_insert_with(|| uid(&format!("service/{namespace}/{name}")));
+            service.spec.get_or_insert_with(ServiceSpec::default).type_.get_or_insert_with(|| "LoadBalancer".into());
+        }
+        Ok(self)
+    }
+}
+
+/// A UID in UUID form, the same for the same object on every run, so that
+/// a run finds what an interrupted one left behind.
+fn uid(key: &str) -> String {
+    let hash = |seed: u64| key.bytes().fold(seed, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+    let (high, low) = (hash(0xcbf2_9ce4_8422_2325), hash(0x8422_2325_cbf2_9ce4));
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xffff,
+        low >> 48,
+        low & 0xffff_ffff_ffff
+    )
+}
+
+/// An object's name, for check names and messages.
+pub fn name<K: kube::Resource>(object: &K) -> String {
+    let meta = object.meta();
+    let name = meta.name.clone().unwrap_or_default();
+    match &meta.namespace {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_is_completed_as_the_api_server_would() {
+        let fixture: Fixture = serde_norway::from_str(
+            "nodes:\n- metadata: {name: node-a}\n  spec: {podCIDR: 10.244.1.0/24}\n\
+             services:\n- metadata: {name: web}\n  spec: {ports: [{port: 80, nodePort: 30080}]}\n",
+        )
+        .unwrap();
+        let fixture = fixture.completed().unwrap();
+        assert_eq!(fixture.unknown_node, UNKNOWN_NODE);
+        let service = &fixture.services[0];
+        assert_eq!(name(service), "default/web");
+        assert_eq!(service.spec.as_ref().unwrap().type_.as_deref(), Some("LoadBalancer"));
+        let uid = service.metadata.uid.clone().unwrap();
+        assert_eq!(uid.len(), 36);
+        assert_eq!(uid, super::uid("service/default/web"));
+        assert_ne!(fixture.nodes[0].metadata.uid, service.metadata.uid);
+
+        let nameless: Fixture = serde_norway::from_str("{\"services\": [{\"metadata\": {}}]}").unwrap();
+        assert_eq!(nameless.completed().unwrap_err().to_string(), "a Service has no name");
+    }
+}

@@ -1,0 +1,246 @@
+//! `wasm-ccm provider conformance`, run as the real binary: the fake
+//! provider against its fake cloud and the AWS provider against a real AWS
+//! emulator (`moto_server`) pass; a provider that breaks the contract,
+//! pulled from a real registry, fails with a report that says how.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use wasm_ccm_fake_cloud::FakeCloud;
+use wasm_ccm_tests::moto::{Moto, REGION};
+use wasm_ccm_tests::process::binary;
+use wasm_ccm_tests::registry::{Registry, Settings};
+use wasm_ccm_tests::repository;
+
+/// What a run printed, and whether it succeeded.
+struct Run {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// The result and reason of each check, by name: `("pass", "")`.
+    fn results(&self) -> Vec<(String, String, String)> {
+        let mut results: Vec<(String, String, String)> = Vec::new();
+        for line in self.stdout.lines().skip(1).take_while(|line| !line.is_empty()) {
+            if let Some(reason) = line.strip_prefix("    ") {
+                results.last_mut().expect("a check before its reason").2 = reason.to_owned();
+            } else {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                results.push((fields[0].to_owned(), fields[1].to_owned(), String::new()));
+            }
+        }
+        results
+    }
+
+    /// Every check passed or was skipped, and the command succeeded.
+    fn assert_conformant(&self) {
+        let failed: Vec<_> = self.results().into_iter().filter(|(_, result, _)| result == "FAIL").collect();
+        assert!(failed.is_empty() && self.success, "{}\n{}", self.stdout, self.stderr);
+    }
+}
+
+/// Runs `wasm-ccm provider conformance` with `args`, in `dir`.
+fn conformance(dir: &Path, args: &[&str]) -> Run {
+    let output = Command::new(binary())
+        .current_dir(dir)
+        .args(["provider", "conformance"])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("wasm-ccm runs");
+    Run {
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn wasm(crate_name: &str) -> String {
+    repository().join("target/wasm").join(format!("{}.wasm", crate_name.replace('-', "_"))).display().to_string()
+}
+
+fn write(dir: &Path, name: &str, value: &Value) {
+    std::fs::write(dir.join(name), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
+/// Two LoadBalancer Services, one with two ports.
+fn services() -> Value {
+    json!([
+        {"metadata": {"name": "web", "namespace": "shop"},
+         "spec": {"ports": [{"name": "http", "port": 80, "nodePort": 30080}, {"name": "https", "port": 443, "nodePort": 30443}]}},
+        {"metadata": {"name": "dns"},
+         "spec": {"ports": [{"name": "dns", "port": 53, "protocol": "UDP", "nodePort": 30053}]}},
+    ])
+}
+
+// The fake cloud serves on this runtime while the test waits for the binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_provider_conforms() {
+    let cloud = FakeCloud::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let instances: Vec<Value> = ["node-a", "node-b"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            json!({"name": name, "id": format!("i-{i}"), "zone": "zone-a", "region": "region-1",
+                   "addresses": [{"type": "InternalIP", "address": format!("10.0.0.{}", 10 + i)}, {"type": "Hostname", "address": name}]})
+        })
+        .collect();
+    write(dir.path(), "config.json", &json!({"cloud": cloud.url(), "instances": instances}));
+    let nodes = json!([
+        {"metadata": {"name": "node-a"}, "spec": {"podCIDR": "10.244.1.0/24"}},
+        {"metadata": {"name": "node-b"}, "spec": {"podCIDR": "10.244.2.0/24"}},
+    ]);
+    write(dir.path(), "fixture.json", &json!({"nodes": nodes, "services": services()}));
+    let fake = wasm("provider-fake");
+    let args = ["--fixture", "fixture.json", "--cloud-config", "config.json", "--provider-allow", &cloud.url()];
+
+    let run = conformance(dir.path(), &[&[fake.as_str()][..], &args].concat());
+    run.assert_conformant();
+    let results = run.results();
+    let names: Vec<&str> = results.iter().map(|(name, _, _)| name.as_str()).collect();
+    for expected in [
+        "provider/name",
+        "load-balancer/shop/web/ensure-idempotent",
+        "load-balancer/default/dns/survives-reload",
+        "load-balancer/default/dns/delete-again",
+        "instances-v2/node-b/metadata",
+        "instances-v2/unknown-node/metadata",
+        "instances/unknown-node/instance-id",
+        "zones/node-a/zone",
+        "clusters/list",
+        "routes/node-a/create",
+        "routes/list",
+        "routes/gone",
+        "calls/deadline",
+        "calls/errors",
+    ] {
+        assert!(names.contains(&expected), "no check {expected} in\n{}", run.stdout);
+    }
+    assert!(results.iter().all(|(_, result, _)| result == "pass"), "{}", run.stdout);
+    let summary = run.stdout.lines().last().unwrap();
+    assert!(summary.starts_with(&format!("fake of {fake}: {} passed, 0 failed, 0 skipped in ", results.len())));
+    // Everything it made, it deleted.
+    assert!(cloud.objects("load-balancers").is_empty() && cloud.objects("routes").is_empty());
+
+    // JUnit for CI: one test case per check.
+    let junit = conformance(dir.path(), &[&[fake.as_str(), "--output", "junit"][..], &args].concat());
+    assert!(junit.success, "{}", junit.stderr);
+    assert!(junit.stdout.starts_with("<?xml"), "{}", junit.stdout);
+    let suites = format!(
+        "<testsuites name=\"wasm-ccm provider conformance\" tests=\"{}\" skipped=\"0\" failures=\"0\"",
+        results.len()
+    );
+    assert!(junit.stdout.contains(&suites), "{}", junit.stdout);
+    assert!(
+        junit
+            .stdout
+            .contains("<testcase name=\"load-balancer/shop/web/ensure-idempotent\" classname=\"load-balancer\""),
+        "{}",
+        junit.stdout
+    );
+}
+
+#[tokio::test]
+async fn the_aws_provider_conforms_against_moto() {
+    let moto = Moto::start().expect("moto_server");
+    let seed = moto.seed("conformance").expect("seeded");
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    std::fs::write(credentials.join("access-key-id"), "AKIDEXAMPLE").unwrap();
+    std::fs::write(credentials.join("secret-access-key"), "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY").unwrap();
+    write(
+        dir.path(),
+        "aws.json",
+        &json!({"region": REGION, "endpoints": {"ec2": moto.url(), "elasticloadbalancing": moto.url()}}),
+    );
+    let nodes: Vec<Value> = ["running-a", "running-b"]
+        .iter()
+        .enumerate()
+        .map(|(i, key)| json!({"metadata": {"name": seed.instance(key).name}, "spec": {"podCIDR": format!("10.244.{}.0/24", i + 1)}}))
+        .collect();
+    write(dir.path(), "fixture.json", &json!({"nodes": nodes, "services": services()}));
+
+    let aws = wasm("provider-aws");
+    let run = conformance(
+        dir.path(),
+        &[
+            &aws,
+            "--fixture",
+            "fixture.json",
+            "--cluster-name",
+            "conformance",
+            "--cloud-config",
+            "aws.json",
+            "--provider-credentials",
+            "credentials",
+            "--provider-sealed-credentials",
+            "secret-access-key=aws-sigv4-secret-access-key",
+            "--provider-allow",
+            &moto.url(),
+        ],
+    );
+    run.assert_conformant();
+    let results = run.results();
+    for check in ["load-balancer/shop/web/survives-reload", "instances-v2/unknown-node/exists", "routes/gone"] {
+        assert!(results.iter().any(|(name, result, _)| name == check && result == "pass"), "{}", run.stdout);
+    }
+    assert!(moto.load_balancing().unwrap().load_balancers.is_empty(), "the load balancers are deleted");
+}
+
+#[tokio::test]
+async fn a_provider_that_breaks_the_contract_fails_with_reasons() {
+    let registry = Registry::start(Settings::default()).expect("docker-registry");
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("oci://{}/providers/sloppy:v1", registry.host());
+    let pushed = Command::new(binary())
+        .args(["provider", "push", &wasm("guest-sloppy"), &target, "--plain-http"])
+        .output()
+        .expect("wasm-ccm runs");
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    let nodes = json!([{"metadata": {"name": "node-a"}}]);
+    write(dir.path(), "fixture.json", &json!({"nodes": nodes, "services": services()}));
+
+    let run = conformance(dir.path(), &[&target, "--plain-http", "--fixture", "fixture.json"]);
+    assert!(!run.success, "{}", run.stdout);
+    let failures: Vec<(String, String)> = run
+        .results()
+        .into_iter()
+        .filter(|(_, result, _)| result == "FAIL")
+        .map(|(name, _, reason)| (name, reason))
+        .collect();
+    let reason = |check: &str| {
+        failures
+            .iter()
+            .find(|(name, _)| name == check)
+            .map(|(_, reason)| reason.as_str())
+            .unwrap_or_else(|| panic!("{check} did not fail:\n{}", run.stdout))
+    };
+    assert!(
+        reason("load-balancer/shop/web/ensure-idempotent")
+            .starts_with("not idempotent: the second ensure answered 198.51.100.")
+    );
+    assert_eq!(reason("load-balancer/shop/web/get-after-ensure"), "get says it does not exist after ensure");
+    assert!(reason("load-balancer/shop/web/name").ends_with("characters; at most 32"));
+    assert_eq!(
+        reason("load-balancer/shop/web/delete-again"),
+        "ensure-deleted failed: load balancer of shop/web not found; deleting what is already gone must succeed"
+    );
+    assert_eq!(reason("instances-v2/node-a/metadata"), "provider ID \"i-node-a\" is not of the form sloppy://<id>");
+    assert_eq!(
+        reason("instances-v2/unknown-node/exists"),
+        "exists says true for \"wasm-ccm-conformance-absent\", which the cloud does not have"
+    );
+    assert_eq!(reason("calls/errors"), "instances-v2.shutdown: a retry without a delay");
+    let summary = run.stdout.lines().last().unwrap();
+    assert!(summary.starts_with(&format!("sloppy of {target}@sha256:")), "{summary}");
+    assert!(
+        run.stderr.contains(&format!("error: {} of {} conformance checks failed", failures.len(), run.results().len())),
+        "{}",
+        run.stderr
+    );
+}
