@@ -273,6 +273,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
                 digest: wasm_ccm_distribution::sha256_digest(&template.wasm),
                 wasm: template.wasm.clone(),
                 origin: "built-in".to_owned(),
+                version: None,
             };
             (Source::Fixed(Some(candidate)), own_pod_reference(), DEFAULT_POLL_INTERVAL)
         }
