@@ -3,6 +3,7 @@
 
 mod admin;
 mod args;
+mod delegation;
 mod leader;
 mod local;
 mod logging;
