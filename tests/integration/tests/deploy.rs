@@ -11,11 +11,8 @@
 //! namespaces of a dry-run create.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -29,8 +26,9 @@ use wasm_ccm_apiserver::{ApiServer, RequestAttributes, RequestCounts};
 use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::backend::Backend;
-use wasm_ccm_tests::process::{Process, free_port};
+use wasm_ccm_tests::process::{Process, free_port, https_get};
 use wasm_ccm_tests::repository;
+use wasm_ccm_distribution::{SigningKey, sign_bytes};
 
 /// The namespace the kustomization puts everything in.
 const NAMESPACE: &str = "kube-system";
@@ -91,6 +89,10 @@ impl Manifests {
         let deploy = dir.path().join("deploy");
         copy_dir(&repository().join("deploy"), &deploy);
         std::fs::write(deploy.join("provider/provider.wasm"), wasm).unwrap();
+        // The secure form: the provider signed, the key in its own ConfigMap.
+        let key = SigningKey::generate().unwrap();
+        std::fs::write(deploy.join("provider/provider.wasm.sig"), sign_bytes(wasm, &key).unwrap()).unwrap();
+        std::fs::write(deploy.join("trust/cosign.pub"), key.public_key_pem().unwrap()).unwrap();
         if let Some(config) = cloud_config {
             std::fs::write(deploy.join("provider/cloud-config.json"), config).unwrap();
         }
@@ -308,6 +310,9 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
     assert_eq!(flags["--leader-elect-resource-namespace"], "$(POD_NAMESPACE)");
     assert_eq!(flags["--secure-port"], "10258");
     assert!(!flags.contains_key("--admin-plain-http"), "the admin server speaks HTTPS");
+    // Only a signed provider loads; the key comes from another ConfigMap.
+    assert_eq!(flags["--provider-signature"], "/etc/wasm-ccm/provider/provider.wasm.sig");
+    assert_eq!(flags["--provider-public-key"], "/etc/wasm-ccm/trust/cosign.pub");
     assert_eq!(container.image.as_deref(), Some("ghcr.io/wasm-ccm/wasm-ccm:0.1.0"), "kustomize sets the image");
 
     // The probes reach the admin server over HTTPS.
@@ -731,67 +736,10 @@ fn replica(manifests: &Manifests, pod_name: &str, root: &Path) -> (Vec<String>, 
     (args, env)
 }
 
-/// A TLS verifier that accepts any certificate, as the kubelet's HTTPS
-/// probes do.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// The status of `GET path` over HTTPS on loopback `port`, as a kubelet
 /// probe sees it; `None` when nothing answers.
 fn probe(port: u16, path: &str) -> Option<u16> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .ok()?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").ok()?;
-    let mut connection = rustls::ClientConnection::new(Arc::new(config), name).ok()?;
-    let mut socket = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    socket.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut tls = rustls::Stream::new(&mut connection, &mut socket);
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    tls.write_all(request.as_bytes()).ok()?;
-    let mut response = Vec::new();
-    // The server may close without a TLS close_notify; what came is enough.
-    let _ = tls.read_to_end(&mut response);
-    String::from_utf8_lossy(&response).split_whitespace().nth(1)?.parse().ok()
+    https_get(port, path, None).map(|(status, _)| status)
 }
 
 async fn wait<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -967,6 +915,25 @@ async fn rbac_allows_exactly_the_requests_the_controllers_make() {
     let pod_name = "wasm-ccm-7c9d5b8f6-q4xzt";
     let replica = cluster.replica(pod_name, &[]);
     cluster.wait_ready(&replica, pod_name).await;
+
+    // The admin server: a scraper's token reviewed, and its get on
+    // /metrics authorized, through the API as the service account.
+    let reader: ClusterRole = cluster.manifests.named("ClusterRole", "wasm-ccm:metrics-reader");
+    Api::<ClusterRole>::all(client.clone()).create(&PostParams::default(), &reader).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "prometheus"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "wasm-ccm:metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    api.add_token("prometheus-token", "system:serviceaccount:monitoring:prometheus", &["system:serviceaccounts"]);
+    let port = replica.port;
+    let scraped = tokio::task::spawn_blocking(move || https_get(port, "/metrics", Some("prometheus-token")))
+        .await
+        .unwrap()
+        .map(|(status, _)| status);
+    assert_eq!(scraped, Some(200));
 
     // The service controller: a load balancer made, changed and deleted.
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
