@@ -130,17 +130,6 @@ impl Delegation {
     /// When a kubeconfig cannot be read or no cluster configuration is
     /// found.
     pub async fn new(args: &DelegationArgs, cluster: Option<&PathBuf>) -> anyhow::Result<Delegation> {
-        let client = |path: Option<&PathBuf>, flag: &'static str| async move {
-            let config = match path {
-                Some(path) => {
-                    let kubeconfig =
-                        Kubeconfig::read_from(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
-                    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
-                }
-                None => kube::Config::infer().await.context("no cluster to delegate the admin server's checks to")?,
-            };
-            anyhow::Ok(kube::Client::try_from(config)?)
-        };
         let authentication = match &args.authentication_kubeconfig {
             Some(path) => client(Some(path), "--authentication-kubeconfig").await?,
             None => client(cluster, "--kubeconfig").await?,
@@ -246,6 +235,20 @@ impl Delegation {
             .context("SubjectAccessReview")?;
         Ok(reviewed.status.is_some_and(|status| status.allowed && !status.denied.unwrap_or(false)))
     }
+}
+
+/// A client for the cluster of the kubeconfig `path` (given as `flag`),
+/// or the inferred one.
+async fn client(path: Option<&PathBuf>, flag: &str) -> anyhow::Result<kube::Client> {
+    let config = match path {
+        Some(path) => {
+            let kubeconfig =
+                Kubeconfig::read_from(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
+        }
+        None => kube::Config::infer().await.context("no cluster to delegate the admin server's checks to")?,
+    };
+    Ok(kube::Client::try_from(config)?)
 }
 
 /// The admin server's middleware: serves a request only when

@@ -54,18 +54,6 @@ impl Descriptor {
             annotations: None,
         }
     }
-
-    /// The client library's view, to fetch the blob by.
-    pub(crate) fn to_oci(&self) -> oci_client::manifest::OciDescriptor {
-        oci_client::manifest::OciDescriptor {
-            media_type: self.media_type.clone(),
-            digest: self.digest.clone(),
-            size: i64::try_from(self.size).unwrap_or(i64::MAX),
-            urls: None,
-            annotations: None,
-            artifact_type: None,
-        }
-    }
 }
 
 /// An image manifest, or whatever else a registry returned, read leniently

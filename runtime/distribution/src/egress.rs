@@ -112,13 +112,14 @@ impl Egress {
     pub(crate) fn redirects(self: &Arc<Self>) -> Policy {
         let egress = Arc::clone(self);
         Policy::custom(move |attempt: Attempt<'_>| {
+            let target = attempt.url().to_string();
             if attempt.previous().len() >= MAX_REDIRECTS {
                 let reason = format!("more than {MAX_REDIRECTS} redirects");
-                return attempt.error(Refusal { what: "a redirect to", target: attempt.url().to_string(), reason });
+                return attempt.error(Refusal { what: "a redirect to", target, reason });
             }
             match egress.check_url(attempt.url()) {
                 Ok(()) => attempt.follow(),
-                Err(reason) => attempt.error(Refusal { what: "a redirect to", target: attempt.url().to_string(), reason }),
+                Err(reason) => attempt.error(Refusal { what: "a redirect to", target, reason }),
             }
         })
     }
