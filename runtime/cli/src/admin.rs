@@ -16,7 +16,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum_server::tls_rustls::RustlsConfig;
 use prometheus_client::registry::Registry;
-use wasm_ccm_controllers::Readiness;
+use wasm_ccm_controllers::{ClientSettings, Readiness};
 use wasm_ccm_reload::StatusBoard;
 
 use crate::delegation::{Delegation, DelegationArgs, guard};
@@ -138,15 +138,14 @@ async fn providers(State(state): State<Arc<AppState>>) -> impl IntoResponse {
 /// Over HTTPS, every path but the always-allowed ones needs a bearer token
 /// that the cluster's `TokenReview` accepts and a `SubjectAccessReview`
 /// allowing `get` on the path (see [`Delegation`]); `cluster` is the
-/// kubeconfig of the cluster that reviews them when the delegation flags
-/// name none (in-cluster when `None`).
+/// cluster that reviews them when the delegation flags name none.
 ///
 /// # Errors
 /// When the address cannot be bound, the certificate cannot be loaded, or
 /// there is no cluster to delegate to.
 pub async fn serve(
     args: &AdminArgs,
-    cluster: Option<&PathBuf>,
+    cluster: &ClientSettings,
     health: Health,
     registry: Registry,
     providers: StatusBoard,

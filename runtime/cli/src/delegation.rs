@@ -20,6 +20,7 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use wasm_ccm_controllers::ClientSettings;
 
 /// The most decisions each cache keeps; beyond, expired ones are dropped,
 /// then all, so that clients sending fresh tokens cannot grow it.
@@ -124,19 +125,20 @@ pub struct Delegation {
 
 impl Delegation {
     /// Builds the review clients: from the flags' kubeconfigs, or else from
-    /// `cluster`, the kubeconfig the controllers use (in-cluster when none).
+    /// the cluster the controllers use (`--kubeconfig` and `--master`,
+    /// in-cluster without them).
     ///
     /// # Errors
     /// When a kubeconfig cannot be read or no cluster configuration is
     /// found.
-    pub async fn new(args: &DelegationArgs, cluster: Option<&PathBuf>) -> anyhow::Result<Delegation> {
+    pub async fn new(args: &DelegationArgs, cluster: &ClientSettings) -> anyhow::Result<Delegation> {
         let authentication = match &args.authentication_kubeconfig {
-            Some(path) => client(Some(path), "--authentication-kubeconfig").await?,
-            None => client(cluster, "--kubeconfig").await?,
+            Some(path) => client(Some(path), None, "--authentication-kubeconfig").await?,
+            None => client(cluster.kubeconfig.as_ref(), cluster.master.as_deref(), "--kubeconfig").await?,
         };
         let authorization = match &args.authorization_kubeconfig {
-            Some(path) => client(Some(path), "--authorization-kubeconfig").await?,
-            None => client(cluster, "--kubeconfig").await?,
+            Some(path) => client(Some(path), None, "--authorization-kubeconfig").await?,
+            None => client(cluster.kubeconfig.as_ref(), cluster.master.as_deref(), "--kubeconfig").await?,
         };
         Ok(Delegation { authentication, authorization, args: args.clone(), tokens: Cache::new(), decisions: Cache::new() })
     }
@@ -238,9 +240,9 @@ impl Delegation {
 }
 
 /// A client for the cluster of the kubeconfig `path` (given as `flag`),
-/// or the inferred one.
-async fn client(path: Option<&PathBuf>, flag: &str) -> anyhow::Result<kube::Client> {
-    let config = match path {
+/// or the inferred one, at `master` when given.
+async fn client(path: Option<&PathBuf>, master: Option<&str>, flag: &str) -> anyhow::Result<kube::Client> {
+    let mut config = match path {
         Some(path) => {
             let kubeconfig =
                 Kubeconfig::read_from(path).with_context(|| format!("cannot read {flag} {}", path.display()))?;
@@ -248,6 +250,9 @@ async fn client(path: Option<&PathBuf>, flag: &str) -> anyhow::Result<kube::Clie
         }
         None => kube::Config::infer().await.context("no cluster to delegate the admin server's checks to")?,
     };
+    if let Some(master) = master {
+        config.cluster_url = master.parse().with_context(|| format!("--master {master:?} is not a URL"))?;
+    }
     Ok(kube::Client::try_from(config)?)
 }
 

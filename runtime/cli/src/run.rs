@@ -247,7 +247,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     reloads.register(&mut registry);
     let providers = StatusBoard::default();
     let health = Health::default();
-    admin::serve(&options.admin, options.client.kubeconfig.as_ref(), health.clone(), registry, providers.clone()).await?;
+    admin::serve(&options.admin, &options.client, health.clone(), registry, providers.clone()).await?;
     {
         let (health, stop) = (health.clone(), stop.clone());
         tokio::spawn(async move {

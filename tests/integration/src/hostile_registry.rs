@@ -24,7 +24,7 @@ const CHUNK: usize = 64 << 10;
 pub enum Hostility {
     /// Every manifest is 1 GiB of JSON-looking bytes.
     EndlessManifest,
-    /// Every manifest request fails with a 1 GiB error body.
+    /// A tag resolves, and its manifest fails with a 1 GiB error body.
     EndlessError,
     /// `/v2/` asks for a token from its own `/token`, which answers 1 GiB.
     EndlessToken,
@@ -130,7 +130,11 @@ async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
         (Hostility::EndlessToken, _) if !authorised => challenge(&format!("http://{}/token", shared.address)),
         (Hostility::Realm(realm), _) if !authorised => challenge(realm),
         (_, "/v2/") => StatusCode::OK.into_response(),
-        (Hostility::EndlessError, _) => (StatusCode::NOT_FOUND, endless(&shared)).into_response(),
+        (Hostility::EndlessError, _) if method == Method::HEAD => {
+            let digest = format!("sha256:{}", "0".repeat(64));
+            (StatusCode::OK, [(header::HeaderName::from_static("docker-content-digest"), digest)]).into_response()
+        }
+        (Hostility::EndlessError, _) => (StatusCode::INTERNAL_SERVER_ERROR, endless(&shared)).into_response(),
         (Hostility::BlobRedirect(target), _) if path.contains("/blobs/") => {
             (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target.clone())], "").into_response()
         }

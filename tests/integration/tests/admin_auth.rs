@@ -7,7 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use wasm_ccm_envtest::Identity;
@@ -107,8 +111,8 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
     if !server.is_real() {
         let rbac = std::fs::read_to_string(repository().join("deploy/rbac.yaml")).unwrap();
         let reader_role = rbac.split("\n---\n").find(|doc| doc.contains("name: wasm-ccm:metrics-reader")).unwrap();
-        let role: k8s_openapi::api::rbac::v1::ClusterRole = serde_norway::from_str(reader_role).unwrap();
-        Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(server.admin())
+        let role: ClusterRole = serde_norway::from_str(reader_role).unwrap();
+        Api::<ClusterRole>::all(server.admin())
             .create(&PostParams::default(), &role)
             .await
             .unwrap();
@@ -133,4 +137,97 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
     assert!(process.wait(Duration::ZERO).await.is_none(), "wasm-ccm kept serving");
 }
 
-on_both_api_servers!(the_admin_server_delegates_authentication_and_authorization);
+async fn create<K>(api: Api<K>, object: serde_json::Value)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let object: K = serde_json::from_value(object).unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+}
+
+fn subject_access(user: &str, groups: &[&str], path: Option<&str>, service_in: Option<&str>) -> SubjectAccessReview {
+    SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_owned()),
+            groups: Some(groups.iter().map(|group| (*group).to_owned()).collect()),
+            non_resource_attributes: path
+                .map(|path| NonResourceAttributes { path: Some(path.to_owned()), verb: Some("get".to_owned()) }),
+            resource_attributes: service_in.map(|namespace| ResourceAttributes {
+                namespace: Some(namespace.to_owned()),
+                verb: Some("get".to_owned()),
+                resource: Some("services".to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    }
+}
+
+/// The reviews the admin server asks for, answered by each server: what
+/// the admin server relies on is the same on both.
+async fn token_and_access_reviews(backend: &Backend) {
+    let server = TestApiServer::start(backend).await;
+    let token = server.token(Identity::CloudControllerManager);
+    let tokens = Api::<TokenReview>::all(server.admin());
+    let review = |token: &str| TokenReview {
+        spec: TokenReviewSpec { token: Some(token.to_owned()), ..TokenReviewSpec::default() },
+        ..TokenReview::default()
+    };
+    let known = tokens.create(&PostParams::default(), &review(&token)).await.unwrap().status.unwrap();
+    assert_eq!(known.authenticated, Some(true), "{known:?}");
+    let user = known.user.unwrap();
+    assert_eq!(user.username.as_deref(), Some(CCM));
+    let groups = user.groups.unwrap_or_default();
+    for group in ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"] {
+        assert!(groups.iter().any(|known| known == group), "{group} in {groups:?}");
+    }
+    let forged = tokens.create(&PostParams::default(), &review("forged")).await.unwrap().status.unwrap();
+    assert_ne!(forged.authenticated, Some(true), "{forged:?}");
+    assert!(forged.user.and_then(|user| user.username).is_none());
+    eprintln!("a forged token's review: error {:?}", forged.error);
+
+    let access = Api::<SubjectAccessReview>::all(server.admin());
+    let allowed = |review: SubjectAccessReview| {
+        let access = access.clone();
+        async move { access.create(&PostParams::default(), &review).await.unwrap().status.unwrap().allowed }
+    };
+    assert!(allowed(subject_access("root", &["system:masters"], Some("/metrics"), None)).await);
+    assert!(!allowed(subject_access("nobody", &["system:authenticated"], Some("/metrics"), None)).await);
+    assert!(!allowed(subject_access("nobody", &["system:authenticated"], None, Some("default"))).await);
+    let grants: Vec<serde_json::Value> = vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "read-metrics"},
+               "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "read-metrics"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "read-metrics"},
+               "subjects": [{"kind": "User", "name": "nobody"}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "read-services", "namespace": "default"},
+               "rules": [{"apiGroups": [""], "resources": ["services"], "verbs": ["get"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "read-services", "namespace": "default"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-services"},
+               "subjects": [{"kind": "Group", "name": "readers"}]}),
+    ];
+    for grant in grants {
+        let admin = server.admin();
+        match (grant["kind"].as_str().unwrap(), grant["metadata"]["namespace"].as_str()) {
+            ("ClusterRole", _) => create(Api::<ClusterRole>::all(admin), grant).await,
+            ("ClusterRoleBinding", _) => create(Api::<ClusterRoleBinding>::all(admin), grant).await,
+            ("Role", Some(namespace)) => create(Api::<Role>::namespaced(admin, namespace), grant).await,
+            (_, namespace) => create(Api::<RoleBinding>::namespaced(admin, namespace.unwrap()), grant).await,
+        }
+    }
+    // The real server's RBAC follows its caches: poll.
+    let deadline = Instant::now() + PATIENCE;
+    while !allowed(subject_access("nobody", &["system:authenticated"], Some("/metrics"), None)).await {
+        assert!(Instant::now() < deadline, "the ClusterRoleBinding never applied");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!allowed(subject_access("nobody", &["system:authenticated"], Some("/providers"), None)).await);
+    while !allowed(subject_access("somebody", &["readers"], None, Some("default"))).await {
+        assert!(Instant::now() < deadline, "the RoleBinding never applied");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!allowed(subject_access("somebody", &["readers"], None, Some("kube-system"))).await);
+}
+
+on_both_api_servers!(the_admin_server_delegates_authentication_and_authorization, token_and_access_reviews);
