@@ -65,10 +65,7 @@ impl RegistryOptions {
     /// as the process's default when none is (the client library asks rustls
     /// for the default).
     fn build(&self) -> Result<oci_client::Client, DistributionError> {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            // Losing a race to another installer is fine: one is installed.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        install_crypto_provider();
         let protocol = if self.plain_http {
             ClientProtocol::Http
         } else if self.plain_http_registries.is_empty() {
@@ -97,6 +94,15 @@ impl RegistryOptions {
     /// The DER certificates of [`RegistryOptions::extra_ca_pem`].
     pub(crate) fn extra_roots(&self) -> Result<Vec<Vec<u8>>, DistributionError> {
         self.extra_ca_pem.as_deref().map_or(Ok(Vec::new()), extra_roots)
+    }
+}
+
+/// Installs rustls's `ring` provider as the process's default when none
+/// is: both HTTP clients ask rustls for the default.
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race to another installer is fine: one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

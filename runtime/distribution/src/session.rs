@@ -19,7 +19,7 @@ use tracing::debug;
 
 use crate::bounded::{self, BodyError, MAX_TOKEN};
 use crate::egress::{Egress, GuardedResolver, Refusal};
-use crate::{Auth, DistributionError, Reference, RegistryOptions};
+use crate::{Auth, DistributionError, Reference, RegistryOptions, options};
 
 /// A connection to one registry's repository, authorised for pulls.
 pub(crate) struct Session {
@@ -48,6 +48,7 @@ impl Session {
             reason: err.to_string(),
         })?;
         let egress = Arc::new(Egress::for_registry(base.host_str().unwrap_or_default()).await);
+        options::install_crypto_provider();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(options.timeout)
             .read_timeout(options.timeout)

@@ -37,6 +37,7 @@ async fn refused(registry: &HostileRegistry) -> DistributionError {
     let before = peak_rss();
     let err = pull(&reference(registry), &options(), &Verification::none()).await.unwrap_err();
     let grown = peak_rss().saturating_sub(before);
+    eprintln!("{}: peak RSS +{grown} bytes, {} bytes sent: {err}", registry.host(), registry.sent());
     assert!(grown < MEMORY_BOUND, "peak RSS grew by {grown} bytes: {err}");
     assert!(registry.sent() < 64 << 20, "{} of {ONE_GIB} bytes were sent before the client stopped", registry.sent());
     err
