@@ -90,7 +90,7 @@ fn access(store: &Store, spec: &Value) -> Result<Value, ApiError> {
             verb: text(&spec["nonResourceAttributes"]["verb"]),
             path: text(&spec["nonResourceAttributes"]["path"]),
         },
-        (_, Value::Object(attributes)) => Request::Resource {
+        (_, attributes @ Value::Object(_)) => Request::Resource {
             verb: text(&attributes["verb"]),
             group: text(&attributes["group"]),
             resource: match text(&attributes["subresource"]) {
