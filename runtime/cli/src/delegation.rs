@@ -140,7 +140,13 @@ impl Delegation {
             Some(path) => client(Some(path), None, "--authorization-kubeconfig").await?,
             None => client(cluster.kubeconfig.as_ref(), cluster.master.as_deref(), "--kubeconfig").await?,
         };
-        Ok(Delegation { authentication, authorization, args: args.clone(), tokens: Cache::new(), decisions: Cache::new() })
+        Ok(Delegation {
+            authentication,
+            authorization,
+            args: args.clone(),
+            tokens: Cache::new(),
+            decisions: Cache::new(),
+        })
     }
 
     /// Whether `path` is served without a token.

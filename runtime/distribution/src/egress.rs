@@ -79,7 +79,10 @@ impl Egress {
             Ok(ip) => vec![ip],
             Err(_) if host.eq_ignore_ascii_case("localhost") => vec![IpAddr::V6(Ipv6Addr::LOCALHOST)],
             // A name that does not resolve fails the first request instead.
-            Err(_) => tokio::net::lookup_host((host, 0)).await.map(|found| found.map(|a| a.ip()).collect()).unwrap_or_default(),
+            Err(_) => tokio::net::lookup_host((host, 0))
+                .await
+                .map(|found| found.map(|a| a.ip()).collect())
+                .unwrap_or_default(),
         };
         let mut allowed: Vec<Local> = addresses.into_iter().filter_map(Local::of).collect();
         allowed.dedup();
@@ -168,7 +171,8 @@ mod tests {
         for loopback in ["127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "::ffff:127.0.0.1"] {
             assert_eq!(Local::of(ip(loopback)), Some(Local::Loopback), "{loopback}");
         }
-        for link_local in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "168.63.129.16", "100.100.100.200"]
+        for link_local in
+            ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "168.63.129.16", "100.100.100.200"]
         {
             assert_eq!(Local::of(ip(link_local)), Some(Local::LinkLocal), "{link_local}");
         }

@@ -42,10 +42,10 @@ impl Session {
     /// names a token realm the rules refuse.
     pub(crate) async fn open(reference: &Reference, options: &RegistryOptions) -> Result<Session, DistributionError> {
         let registry = reference.to_oci().resolve_registry().to_owned();
-        let scheme = if options.plain_http || options.plain_http_registries.contains(&registry) { "http" } else { "https" };
-        let base = Url::parse(&format!("{scheme}://{registry}/")).map_err(|err| DistributionError::InvalidReference {
-            reference: reference.to_string(),
-            reason: err.to_string(),
+        let scheme =
+            if options.plain_http || options.plain_http_registries.contains(&registry) { "http" } else { "https" };
+        let base = Url::parse(&format!("{scheme}://{registry}/")).map_err(|err| {
+            DistributionError::InvalidReference { reference: reference.to_string(), reason: err.to_string() }
         })?;
         let egress = Arc::new(Egress::for_registry(base.host_str().unwrap_or_default()).await);
         options::install_crypto_provider();
@@ -142,7 +142,8 @@ impl Session {
             (Some(realm), _) => self.token(&realm, param("service"), reference).await?,
             (None, Auth::Basic { username, password }) => {
                 let basic = STANDARD.encode(format!("{username}:{password}"));
-                HeaderValue::try_from(format!("Basic {basic}")).map_err(|err| DistributionError::Client(err.to_string()))?
+                HeaderValue::try_from(format!("Basic {basic}"))
+                    .map_err(|err| DistributionError::Client(err.to_string()))?
             }
             (None, Auth::Anonymous) => return Ok(false),
         };
@@ -160,7 +161,8 @@ impl Session {
         service: Option<String>,
         reference: &Reference,
     ) -> Result<HeaderValue, DistributionError> {
-        let refused = |reason: String| DistributionError::Refused { what: "the token realm", url: realm.to_owned(), reason };
+        let refused =
+            |reason: String| DistributionError::Refused { what: "the token realm", url: realm.to_owned(), reason };
         let mut url = Url::parse(realm).map_err(|err| refused(format!("it is not a URL: {err}")))?;
         match (url.scheme(), self.base.scheme()) {
             ("https", _) | ("http", "http") => {}

@@ -49,8 +49,9 @@ pub(crate) async fn pull_manifest(
         Err(DistributionError::NotFound { .. }) => return Ok(None),
         Err(err) => return Err(err),
     };
-    let bytes =
-        bounded::read(response, MAX_MANIFEST, "the manifest").await.map_err(|err| body_error(action, reference, err))?;
+    let bytes = bounded::read(response, MAX_MANIFEST, "the manifest")
+        .await
+        .map_err(|err| body_error(action, reference, err))?;
     Ok(Some(bytes))
 }
 

@@ -51,6 +51,9 @@ mod tests {
         let err = check_minimum_version("r", Some("1.1.9"), &minimum).unwrap_err();
         assert_eq!(err.to_string(), "version 1.1.9 is older than 1.2.0, the oldest allowed: a roll-back is refused");
         assert!(matches!(check_minimum_version("r", None, &minimum), Err(DistributionError::NoVersion { .. })));
-        assert!(matches!(check_minimum_version("r", Some("latest"), &minimum), Err(DistributionError::NoVersion { .. })));
+        assert!(matches!(
+            check_minimum_version("r", Some("latest"), &minimum),
+            Err(DistributionError::NoVersion { .. })
+        ));
     }
 }

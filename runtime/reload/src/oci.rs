@@ -70,7 +70,9 @@ impl OciSource {
             let pinned = self.reference.with_digest(&manifest).map_err(|err| self.unavailable(&err))?;
             let pulled = pull(&pinned, &self.options, &self.verification).await.and_then(|pulled| {
                 let version = match &self.minimum_version {
-                    Some(minimum) => Some(check_minimum_version(&pinned.to_string(), pulled.version.as_deref(), minimum)?),
+                    Some(minimum) => {
+                        Some(check_minimum_version(&pinned.to_string(), pulled.version.as_deref(), minimum)?)
+                    }
                     None => None,
                 };
                 Ok((pulled, version))

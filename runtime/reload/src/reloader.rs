@@ -225,7 +225,8 @@ impl Reloader {
         if let (Some(offered), Some(serving)) = (&candidate.version, &self.serving_wasm.version)
             && offered < serving
         {
-            let reason = format!("version {offered} is older than {serving}, the version serving: a roll-back is refused");
+            let reason =
+                format!("version {offered} is older than {serving}, the version serving: a roll-back is refused");
             self.reject(&candidate.origin, Some(&candidate.digest), &Refusal { stage: "verify", reason });
             return;
         }

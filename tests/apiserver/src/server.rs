@@ -18,8 +18,8 @@ use crate::handler::{Shared, handle};
 use crate::history::ObjectKey;
 use crate::kubeconfig;
 use crate::requests::{RequestCounter, RequestCounts};
-use crate::review::Tokens;
 use crate::resources::by_name;
+use crate::review::Tokens;
 use crate::store::Store;
 
 /// The namespaces that exist when the server starts, as in a fresh cluster.

@@ -66,7 +66,8 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
     .to_vec();
     let mut process = Process::start(&args, &[]);
     let deadline = Instant::now() + PATIENCE;
-    while tokio::task::spawn_blocking(move || https_get(port, "/readyz", None)).await.unwrap().map(|(s, _)| s) != Some(200)
+    while tokio::task::spawn_blocking(move || https_get(port, "/readyz", None)).await.unwrap().map(|(s, _)| s)
+        != Some(200)
     {
         assert!(process.wait(Duration::ZERO).await.is_none(), "wasm-ccm exited");
         assert!(Instant::now() < deadline, "/readyz never answered 200 without a token");
@@ -80,7 +81,10 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
     assert_eq!(get(port, "/metrics", None).await, (401, "Unauthorized".to_owned()));
     assert_eq!(get(port, "/providers", Some("forged".into())).await.0, 401);
     let (status, body) = get(port, "/metrics", Some(own.clone())).await;
-    assert_eq!((status, body.as_str()), (403, format!("forbidden: User {CCM:?} cannot get path \"/metrics\"").as_str()));
+    assert_eq!(
+        (status, body.as_str()),
+        (403, format!("forbidden: User {CCM:?} cannot get path \"/metrics\"").as_str())
+    );
 
     // Allowed.
     let (status, body) = get(port, "/metrics", Some(reader.clone())).await;
@@ -112,10 +116,7 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
         let rbac = std::fs::read_to_string(repository().join("deploy/rbac.yaml")).unwrap();
         let reader_role = rbac.split("\n---\n").find(|doc| doc.contains("name: wasm-ccm:metrics-reader")).unwrap();
         let role: ClusterRole = serde_norway::from_str(reader_role).unwrap();
-        Api::<ClusterRole>::all(server.admin())
-            .create(&PostParams::default(), &role)
-            .await
-            .unwrap();
+        Api::<ClusterRole>::all(server.admin()).create(&PostParams::default(), &role).await.unwrap();
     }
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "metadata": {"name": "scrape-wasm-ccm"},

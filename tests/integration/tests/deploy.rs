@@ -23,12 +23,12 @@ use serde::Serialize;
 use serde::de::{Deserialize as _, DeserializeOwned};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::{ApiServer, RequestAttributes, RequestCounts};
+use wasm_ccm_distribution::{SigningKey, sign_bytes};
 use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::process::{Process, free_port, https_get};
 use wasm_ccm_tests::repository;
-use wasm_ccm_distribution::{SigningKey, sign_bytes};
 
 /// The namespace the kustomization puts everything in.
 const NAMESPACE: &str = "kube-system";
@@ -117,6 +117,18 @@ impl Manifests {
     /// The objects of `kind`.
     fn all(&self, kind: &str) -> Vec<&Value> {
         self.objects.iter().filter(|object| object["kind"] == kind).collect()
+    }
+
+    /// The ConfigMap generated under `name` (kustomize adds a hash).
+    fn generated(&self, name: &str) -> ConfigMap {
+        let prefix = format!("{name}-");
+        let found: Vec<&Value> = self
+            .all("ConfigMap")
+            .into_iter()
+            .filter(|object| object["metadata"]["name"].as_str().is_some_and(|found| found.starts_with(&prefix)))
+            .collect();
+        assert_eq!(found.len(), 1, "one ConfigMap {name}");
+        serde_json::from_value(found[0].clone()).unwrap_or_else(|err| panic!("the ConfigMap {name}: {err}"))
     }
 
     /// The one object of `kind`, typed.
@@ -233,7 +245,10 @@ fn every_manifest_survives_a_round_trip_through_the_typed_structs() {
         "ServiceAccount",
     ];
     assert_eq!(kinds, BTreeSet::from(expected));
-    assert_eq!(manifests.objects.len(), expected.len(), "one object of each kind");
+    // Two ClusterRoles (the controllers', the scrapers') and two ConfigMaps
+    // (the provider, the key it is signed with); one of each other kind.
+    assert_eq!(manifests.objects.len(), expected.len() + 2);
+    assert_eq!((manifests.all("ClusterRole").len(), manifests.all("ConfigMap").len()), (2, 2));
     for object in &manifests.objects {
         let name = format!("{} {}", object["kind"], object["metadata"]["name"]);
         if let Err(lost) = round_trip(object) {
@@ -393,13 +408,17 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
             .any(|arg| arg.strip_prefix("--compile-cache=").is_some_and(|dir| dir.starts_with(&cache.mount_path))),
         "{args:?}"
     );
-    let config_map: ConfigMap = manifests.one("ConfigMap");
+    let config_map: ConfigMap = manifests.generated("wasm-ccm-provider");
+    let trust: ConfigMap = manifests.generated("wasm-ccm-trust");
     let secret: Secret = manifests.one("Secret");
     let keys_of = |mount_path: &str| -> BTreeSet<String> {
         let mount = mounts.iter().find(|mount| mount.mount_path == mount_path).expect("a mount");
         let volume = volumes.iter().find(|volume| volume.name == mount.name).expect("its volume");
         if let Some(source) = &volume.config_map {
-            assert_eq!(source.name, config_map.metadata.name.clone().unwrap(), "the generated ConfigMap's name");
+            let config_map = [&config_map, &trust]
+                .into_iter()
+                .find(|config_map| config_map.metadata.name.as_ref() == Some(&source.name))
+                .expect("a generated ConfigMap's name");
             let data = config_map.data.clone().unwrap_or_default().into_keys();
             data.chain(config_map.binary_data.clone().unwrap_or_default().into_keys()).collect()
         } else if let Some(source) = &volume.secret {
@@ -410,7 +429,7 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
             panic!("{mount_path} is neither the ConfigMap nor the Secret")
         }
     };
-    for flag in ["--provider", "--cloud-config"] {
+    for flag in ["--provider", "--provider-signature", "--provider-public-key", "--cloud-config"] {
         let path = Path::new(&flags[flag]);
         let keys = keys_of(path.parent().unwrap().to_str().unwrap());
         assert!(keys.contains(path.file_name().unwrap().to_str().unwrap()), "{flag}: {keys:?}");
@@ -467,15 +486,17 @@ async fn kubectl_accepts_every_object() {
         "serviceaccount/cloud-controller-manager",
         "role.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
         "clusterrole.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
+        "clusterrole.rbac.authorization.k8s.io/wasm-ccm:metrics-reader",
         "rolebinding.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
         "clusterrolebinding.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
         "secret/wasm-ccm-credentials",
         "deployment.apps/wasm-ccm",
     ]);
-    let (generated, named): (BTreeSet<&str>, BTreeSet<&str>) =
-        names.iter().partition(|name| name.starts_with("configmap/wasm-ccm-provider-"));
+    let (generated, named): (BTreeSet<&str>, BTreeSet<&str>) = names.iter().partition(|name| {
+        name.starts_with("configmap/wasm-ccm-provider-") || name.starts_with("configmap/wasm-ccm-trust-")
+    });
     assert_eq!(named, expected);
-    assert_eq!(generated.len(), 1, "and the ConfigMap: {names:?}");
+    assert_eq!(generated.len(), 2, "and the two ConfigMaps: {names:?}");
     let requests = api.requests();
     assert_eq!(requests.get("create", "deployments"), 1, "{requests}");
     assert!(api.object("deployments", Some(NAMESPACE), "wasm-ccm").is_none(), "a dry run stores nothing");
@@ -822,6 +843,11 @@ impl Cluster {
     /// (impersonated), the pod's port by a free one on loopback, AWS by the
     /// fake cloud; routes turned on, with short periods; and `overrides`.
     fn replica(&self, pod_name: &str, overrides: &[(&str, String)]) -> Replica {
+        self.replica_without(pod_name, overrides, &[])
+    }
+
+    /// [`Cluster::replica`] without the flags `unset`.
+    fn replica_without(&self, pod_name: &str, overrides: &[(&str, String)], unset: &[&str]) -> Replica {
         let root = self.manifests.dir.path().join(pod_name);
         let (mut args, env) = replica(&self.manifests, pod_name, &root);
         let mut kubeconfig = self.api.kubeconfig();
@@ -847,6 +873,7 @@ impl Cluster {
         for (flag, value) in replaced.iter().chain(overrides) {
             set_flag(&mut args, flag, value);
         }
+        args.retain(|arg| !unset.contains(&arg.split_once('=').map_or(arg.as_str(), |(name, _)| name)));
         let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
         Replica { process: Process::start(&args, &env), port }
     }
@@ -1047,7 +1074,7 @@ async fn rbac_allows_exactly_the_requests_the_controllers_make() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
     let cluster = Cluster::start().await;
-    let mut config_map: ConfigMap = cluster.manifests.one("ConfigMap");
+    let mut config_map: ConfigMap = cluster.manifests.generated("wasm-ccm-provider");
     let name = config_map.metadata.name.clone().unwrap();
     config_map.metadata.namespace = Some(NAMESPACE.to_owned());
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.api.client().await, NAMESPACE);
@@ -1055,7 +1082,8 @@ async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
 
     let pod_name = "wasm-ccm-7c9d5b8f6-h8k2m";
     let location = format!("configmap:{NAMESPACE}/{name}/provider.wasm");
-    let replica = cluster.replica(pod_name, &[("--provider", location)]);
+    // The signature is the sibling key provider.wasm.sig of the ConfigMap.
+    let replica = cluster.replica_without(pod_name, &[("--provider", location)], &["--provider-signature"]);
     cluster.wait_ready(&replica, pod_name).await;
     cluster.stop(replica).await;
 

@@ -57,10 +57,7 @@ async fn endless_answers_are_cut_at_their_caps() {
 
     let manifest = HostileRegistry::start(LOOPBACK, Hostility::EndlessManifest).await.unwrap();
     let err = refused(&manifest).await;
-    assert!(
-        matches!(err, DistributionError::AnswerTooLarge { what: "the manifest", limit: 4194304 }),
-        "{err}"
-    );
+    assert!(matches!(err, DistributionError::AnswerTooLarge { what: "the manifest", limit: 4194304 }), "{err}");
     assert_eq!(err.to_string(), "the manifest is larger than the limit of 4194304 bytes");
     let err = resolve(&reference(&manifest), &options()).await.unwrap_err();
     assert!(matches!(err, DistributionError::AnswerTooLarge { .. }), "resolving without a digest header: {err}");
@@ -84,7 +81,8 @@ async fn endless_answers_are_cut_at_their_caps() {
 async fn token_realms_and_redirects_to_refused_addresses() {
     let good = Registry::start(Settings::default()).expect("a registry");
 
-    let metadata = HostileRegistry::start(LOOPBACK, Hostility::Realm("http://169.254.169.254/".to_owned())).await.unwrap();
+    let metadata =
+        HostileRegistry::start(LOOPBACK, Hostility::Realm("http://169.254.169.254/".to_owned())).await.unwrap();
     let err = refused(&metadata).await;
     assert_eq!(
         err.to_string(),
