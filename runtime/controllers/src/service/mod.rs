@@ -109,10 +109,10 @@ impl ServiceTriggers {
                 let key = ObjectRef::from_obj(&*service);
                 let observed = self.memory.observe(&key, &service);
                 let ours = wants_load_balancer(&service) || observed.wanted || has_finalizer(&service);
-                if let Some(previous) = observed.previous.filter(|_| observed.changed) {
-                    if let Some((reason, note)) = update_event(&previous, &service) {
-                        self.events.normal(service.object_ref(&()), reason, note);
-                    }
+                if let Some(previous) = observed.previous.filter(|_| observed.changed)
+                    && let Some((reason, note)) = update_event(&previous, &service)
+                {
+                    self.events.normal(service.object_ref(&()), reason, note);
                 }
                 if (observed.changed && ours) || needs_cleanup(&service) {
                     self.queue.add(key);
