@@ -16,8 +16,10 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum_server::tls_rustls::RustlsConfig;
 use prometheus_client::registry::Registry;
-use wasm_ccm_controllers::Readiness;
+use wasm_ccm_controllers::{ClientSettings, Readiness};
 use wasm_ccm_reload::StatusBoard;
+
+use crate::delegation::{Delegation, DelegationArgs, guard};
 
 /// Admin server flags, as upstream's secure serving flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -35,9 +37,13 @@ pub struct AdminArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-    /// Serve plain HTTP instead of HTTPS, for local use.
+    /// Serve plain HTTP instead of HTTPS, for local use: without TLS and
+    /// without delegated authentication and authorization.
     #[arg(long)]
     pub admin_plain_http: bool,
+    /// Delegated authentication and authorization (HTTPS only).
+    #[command(flatten)]
+    pub delegation: DelegationArgs,
 }
 
 /// What the health endpoints report; clones share it.
@@ -129,10 +135,17 @@ async fn providers(State(state): State<Arc<AppState>>) -> impl IntoResponse {
 /// Binds the admin server and serves it in the background; returns the
 /// address it listens on, or `None` when it is turned off.
 ///
+/// Over HTTPS, every path but the always-allowed ones needs a bearer token
+/// that the cluster's `TokenReview` accepts and a `SubjectAccessReview`
+/// allowing `get` on the path (see [`Delegation`]); `cluster` is the
+/// cluster that reviews them when the delegation flags name none.
+///
 /// # Errors
-/// When the address cannot be bound or the certificate cannot be loaded.
+/// When the address cannot be bound, the certificate cannot be loaded, or
+/// there is no cluster to delegate to.
 pub async fn serve(
     args: &AdminArgs,
+    cluster: &ClientSettings,
     health: Health,
     registry: Registry,
     providers: StatusBoard,
@@ -140,13 +153,19 @@ pub async fn serve(
     if args.secure_port == 0 {
         return Ok(None);
     }
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(ok))
         .route("/livez", get(ok))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .route("/providers", get(self::providers))
         .with_state(Arc::new(AppState { health, registry, providers }));
+    if args.admin_plain_http {
+        tracing::warn!("the admin server speaks plain HTTP and serves every path to anyone (--admin-plain-http)");
+    } else {
+        let delegation = Arc::new(Delegation::new(&args.delegation, cluster).await?);
+        app = app.route_layer(axum::middleware::from_fn_with_state(delegation, guard));
+    }
     let address = SocketAddr::new(args.bind_address, args.secure_port);
     let listener = std::net::TcpListener::bind(address).with_context(|| format!("cannot listen on {address}"))?;
     listener.set_nonblocking(true)?;

@@ -4,6 +4,7 @@
 mod admin;
 mod args;
 mod conformance;
+mod delegation;
 mod leader;
 mod local;
 mod logging;

@@ -288,6 +288,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
             tls_cert_file: None,
             tls_private_key_file: None,
             admin_plain_http: true,
+            delegation: Default::default(),
         },
         leader: None,
         shutdown_grace: Duration::from_secs(10),

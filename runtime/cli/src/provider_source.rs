@@ -31,6 +31,12 @@ pub struct SourceArgs {
     /// OCI tag are checked for changes; a ConfigMap is watched.
     #[arg(long = "provider-poll-interval", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     pub poll_interval: Duration,
+    /// Roll-back protection for a signed OCI provider: every version's
+    /// manifest must state a version (`org.opencontainers.image.version`)
+    /// of at least this one, and a version older than the one serving is
+    /// rejected. Needs `--provider-public-key`.
+    #[arg(long = "provider-minimum-version", value_name = "SEMVER")]
+    pub minimum_version: Option<semver::Version>,
     /// How to reach an OCI provider's registry.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -43,6 +49,7 @@ impl Default for SourceArgs {
             public_key: None,
             signature: None,
             poll_interval: DEFAULT_POLL_INTERVAL,
+            minimum_version: None,
             registry: RegistryArgs::default(),
         }
     }
@@ -91,8 +98,10 @@ impl SourceArgs {
             signature: self.signature.clone(),
             registry,
             poll_interval: self.poll_interval,
+            minimum_version: self.minimum_version.clone(),
         };
-        settings.check().map_err(|err| anyhow::anyhow!("{err}").context("--provider-signature"))?;
+        let flag = if self.minimum_version.is_some() { "--provider-minimum-version" } else { "--provider-signature" };
+        settings.check().map_err(|err| anyhow::anyhow!("{err}").context(flag))?;
         Ok(settings)
     }
 }

@@ -247,7 +247,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     reloads.register(&mut registry);
     let providers = StatusBoard::default();
     let health = Health::default();
-    admin::serve(&options.admin, health.clone(), registry, providers.clone()).await?;
+    admin::serve(&options.admin, &options.client, health.clone(), registry, providers.clone()).await?;
     {
         let (health, stop) = (health.clone(), stop.clone());
         tokio::spawn(async move {
@@ -273,6 +273,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
                 digest: wasm_ccm_distribution::sha256_digest(&template.wasm),
                 wasm: template.wasm.clone(),
                 origin: "built-in".to_owned(),
+                version: None,
             };
             (Source::Fixed(Some(candidate)), own_pod_reference(), DEFAULT_POLL_INTERVAL)
         }

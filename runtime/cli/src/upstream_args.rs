@@ -3,8 +3,6 @@
 //! provider, and never silently: each one set is logged with what it does
 //! here.
 
-use std::path::PathBuf;
-
 use clap::ArgAction;
 
 /// Upstream's flags that wasm-ccm accepts without acting on them.
@@ -33,14 +31,6 @@ pub struct UpstreamArgs {
     /// The caches are never resynced in full: accepted with a warning.
     #[arg(long, value_name = "DURATION")]
     pub min_resync_period: Option<String>,
-    /// Delegated authentication of the admin server is not supported yet:
-    /// accepted with a warning.
-    #[arg(long, value_name = "FILE")]
-    pub authentication_kubeconfig: Option<PathBuf>,
-    /// Delegated authorization of the admin server is not supported yet:
-    /// accepted with a warning.
-    #[arg(long, value_name = "FILE")]
-    pub authorization_kubeconfig: Option<PathBuf>,
 }
 
 impl UpstreamArgs {
@@ -65,16 +55,6 @@ impl UpstreamArgs {
         ignored(self.profiling == Some(true), "--profiling=true", "there are no profiling handlers");
         ignored(self.kube_api_content_type.is_some(), "--kube-api-content-type", "requests are JSON");
         ignored(self.min_resync_period.is_some(), "--min-resync-period", "the caches follow watches only");
-        ignored(
-            self.authentication_kubeconfig.is_some(),
-            "--authentication-kubeconfig",
-            "the admin server does not delegate authentication yet",
-        );
-        ignored(
-            self.authorization_kubeconfig.is_some(),
-            "--authorization-kubeconfig",
-            "the admin server does not delegate authorization yet",
-        );
         notices
     }
 
@@ -113,12 +93,10 @@ mod tests {
             "--profiling",
             "--kube-api-content-type=application/vnd.kubernetes.protobuf",
             "--min-resync-period=12h",
-            "--authentication-kubeconfig=/etc/kubernetes/ccm.conf",
-            "--authorization-kubeconfig=/etc/kubernetes/ccm.conf",
         ])
         .unwrap();
         let notices = args.upstream.notices();
-        assert_eq!(notices.len(), 9, "{notices:?}");
+        assert_eq!(notices.len(), 7, "{notices:?}");
         assert!(!notices[0].0, "the provider's name is information");
         assert!(notices[1..].iter().all(|(warning, _)| *warning), "{notices:?}");
         let quiet = Command::try_parse_from(["ccm", "--allocate-node-cidrs=false", "--profiling=false"]).unwrap();

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{DistributionError, Reference, digest};
+use crate::{DistributionError, Reference, VERSION_ANNOTATION, digest};
 
 /// The config media type of the CNCF WebAssembly OCI artifact format.
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
@@ -54,18 +54,6 @@ impl Descriptor {
             annotations: None,
         }
     }
-
-    /// The client library's view, to fetch the blob by.
-    pub(crate) fn to_oci(&self) -> oci_client::manifest::OciDescriptor {
-        oci_client::manifest::OciDescriptor {
-            media_type: self.media_type.clone(),
-            digest: self.digest.clone(),
-            size: i64::try_from(self.size).unwrap_or(i64::MAX),
-            urls: None,
-            annotations: None,
-            artifact_type: None,
-        }
-    }
 }
 
 /// An image manifest, or whatever else a registry returned, read leniently
@@ -83,6 +71,8 @@ pub(crate) struct Manifest {
     /// Only indexes have it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifests: Option<Vec<serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The provider layer of the manifest `raw`, after checking that the
@@ -188,7 +178,11 @@ pub(crate) struct ComponentConfig {
 
 /// The config blob and manifest [`push`](crate::push) writes for `wasm`:
 /// `(config, manifest)`, serialised.
-pub(crate) fn provider_manifest(wasm: &[u8], component: Option<ComponentConfig>) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn provider_manifest(
+    wasm: &[u8],
+    component: Option<ComponentConfig>,
+    version: Option<&semver::Version>,
+) -> (Vec<u8>, Vec<u8>) {
     let layer = Descriptor::of(WASM_LAYER_MEDIA_TYPE, wasm);
     let config = WasmConfig {
         created: "1970-01-01T00:00:00Z".to_owned(),
@@ -204,6 +198,7 @@ pub(crate) fn provider_manifest(wasm: &[u8], component: Option<ComponentConfig>)
         config: Some(Descriptor::of(WASM_CONFIG_MEDIA_TYPE, &config)),
         layers: vec![layer],
         manifests: None,
+        annotations: version.map(|version| [(VERSION_ANNOTATION.to_owned(), version.to_string())].into()),
     };
     let manifest = serde_json::to_vec(&manifest).expect("a manifest serialises");
     (config, manifest)
@@ -303,7 +298,7 @@ mod tests {
     #[test]
     fn pushed_manifests_are_accepted_and_name_their_layer() {
         let component = ComponentConfig { imports: vec!["a:b/c@1.0.0".into()], exports: vec!["d:e/f".into()] };
-        let (config, raw) = provider_manifest(b"\0asm", Some(component));
+        let (config, raw) = provider_manifest(b"\0asm", Some(component), None);
         let layer = provider_layer(&reference(), &raw, 4).unwrap();
         assert_eq!(layer, Descriptor::of(WASM_LAYER_MEDIA_TYPE, b"\0asm"));
         let config: serde_json::Value = serde_json::from_slice(&config).unwrap();

@@ -14,9 +14,10 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
-use crate::artifact::{ACCEPTED_MANIFESTS, DOCKER_MANIFEST, Descriptor, Manifest, OCI_MANIFEST};
+use crate::artifact::{DOCKER_MANIFEST, Descriptor, Manifest, OCI_MANIFEST};
 use crate::keys::decode_signature;
-use crate::transfer::{PinnedManifest, fetch_blob, pull_pinned_manifest, push_manifest, upload};
+use crate::session::Session;
+use crate::transfer::{PinnedManifest, fetch_blob, pull_manifest, pull_pinned_manifest, push_manifest, upload};
 use crate::{DistributionError, PublicKey, Reference, RegistryOptions, SigningKey, artifact};
 
 /// The media type of a signature payload layer.
@@ -71,14 +72,13 @@ struct Image {
 /// Signatures are bound to the manifest digest, not to the repository's
 /// name: a provider copied to another registry keeps its signature.
 pub(crate) async fn verify(
-    client: &oci_client::Client,
+    session: &Session,
     reference: &Reference,
     manifest_digest: &str,
     key: &PublicKey,
-    options: &RegistryOptions,
 ) -> Result<(), DistributionError> {
     let signatures = reference.with_tag(&signature_tag(manifest_digest))?;
-    let Some(manifest) = signature_manifest(client, &signatures, options).await? else {
+    let Some(manifest) = signature_manifest(session, &signatures).await? else {
         return Err(DistributionError::MissingSignature(reference.to_string()));
     };
     let mut outcome = Err(DistributionError::BadSignature);
@@ -89,7 +89,7 @@ pub(crate) async fn verify(
             continue;
         };
         let Ok(signature) = decode_signature(signature.as_bytes()) else { continue };
-        let payload = fetch_blob(client, &signatures, layer, MAX_PAYLOAD, "a signature payload").await?;
+        let payload = fetch_blob(session, &signatures, layer, MAX_PAYLOAD, "a signature payload").await?;
         if !key.verifies(&payload, &signature) {
             continue;
         }
@@ -115,19 +115,9 @@ pub(crate) async fn verify(
 }
 
 /// The signature manifest at `signatures`, or `None` when there is none.
-async fn signature_manifest(
-    client: &oci_client::Client,
-    signatures: &Reference,
-    options: &RegistryOptions,
-) -> Result<Option<Manifest>, DistributionError> {
-    let raw = match client.pull_manifest_raw(&signatures.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS).await {
-        Ok((raw, _)) => raw,
-        Err(err) => {
-            return match DistributionError::registry("pull the signatures", signatures, err) {
-                DistributionError::NotFound { .. } => Ok(None),
-                other => Err(other),
-            };
-        }
+async fn signature_manifest(session: &Session, signatures: &Reference) -> Result<Option<Manifest>, DistributionError> {
+    let Some(raw) = pull_manifest(session, signatures, "pull the signatures").await? else {
+        return Ok(None);
     };
     let manifest: Manifest = serde_json::from_slice(&raw).map_err(|err| {
         DistributionError::MalformedSignature(format!("the signature manifest {signatures} is not a manifest: {err}"))
@@ -156,9 +146,9 @@ pub async fn sign(
     key: &SigningKey,
     options: &RegistryOptions,
 ) -> Result<String, DistributionError> {
-    let client = options.client(reference).await?;
+    let session = Session::open(reference, options).await?;
     let PinnedManifest { reference: pinned, digest: manifest_digest, bytes: manifest } =
-        pull_pinned_manifest(&client, reference, options).await?;
+        pull_pinned_manifest(&session, reference).await?;
     artifact::provider_layer(&pinned, &manifest, u64::MAX)?;
 
     let payload = Payload {
@@ -175,10 +165,11 @@ pub async fn sign(
     layer.annotations = Some(BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), signature)]));
 
     let signatures = pinned.with_tag(&signature_tag(&manifest_digest))?;
-    let mut layers = signature_manifest(&client, &signatures, options).await?.map(|m| m.layers).unwrap_or_default();
+    let mut layers = signature_manifest(&session, &signatures).await?.map(|m| m.layers).unwrap_or_default();
     if layers.contains(&layer) {
         return Ok(manifest_digest);
     }
+    let client = options.client(reference).await?;
     layers.push(layer);
     upload(&client, &signatures, &payload).await?;
     let config = signature_config(&layers);
@@ -189,6 +180,7 @@ pub async fn sign(
         config: Some(Descriptor::of(IMAGE_CONFIG_MEDIA_TYPE, &config)),
         layers,
         manifests: None,
+        annotations: None,
     };
     push_manifest(&client, &signatures, serde_json::to_vec(&manifest).expect("a manifest serialises")).await?;
     debug!(reference = %pinned, "signed");

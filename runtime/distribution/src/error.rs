@@ -76,6 +76,28 @@ pub enum DistributionError {
         /// The limit.
         limit: u64,
     },
+    /// A registry's answer (a manifest, a token) is larger than this
+    /// client reads.
+    #[error("{what} is larger than the limit of {limit} bytes")]
+    AnswerTooLarge {
+        /// What was being read.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// A registry named a token realm or redirect, or a name resolved to an
+    /// address, that the client does not go to: loopback or link-local
+    /// (metadata) addresses when the registry is not on one, or a plain
+    /// HTTP realm for a registry spoken to over HTTPS.
+    #[error("refused {what} {url}: {reason}")]
+    Refused {
+        /// "the token realm", "a redirect to", "a connection to".
+        what: &'static str,
+        /// The URL or name refused.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// The registry sent more bytes than the manifest states.
     #[error("{what} is larger than the {stated} bytes its descriptor states: {received} bytes or more were sent")]
     SizeMismatch {
@@ -95,6 +117,23 @@ pub enum DistributionError {
         expected: String,
         /// The digest of the bytes received.
         actual: String,
+    },
+    /// Roll-back protection requires a version and the provider states
+    /// none, or none that is a semantic version.
+    #[error("{reference} has no version to check against the minimum: {reason}")]
+    NoVersion {
+        /// The reference.
+        reference: String,
+        /// What is missing.
+        reason: String,
+    },
+    /// The provider's version is older than the oldest allowed.
+    #[error("version {version} is older than {minimum}, the oldest allowed: a roll-back is refused")]
+    VersionTooOld {
+        /// The provider's version.
+        version: String,
+        /// The oldest allowed.
+        minimum: String,
     },
     /// The provider's digest is not the pinned one.
     #[error("digest {actual} does not match the pin {pin}")]

@@ -44,8 +44,10 @@
 
 mod artifact;
 mod auth;
+mod bounded;
 mod cosign;
 mod digest;
+mod egress;
 mod error;
 mod inspect;
 mod keys;
@@ -53,8 +55,10 @@ mod options;
 mod pull;
 mod push;
 mod reference;
+mod session;
 mod transfer;
 mod verify;
+mod version;
 
 pub use artifact::{LEGACY_LAYER_MEDIA_TYPES, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
 pub use auth::Auth;
@@ -65,6 +69,7 @@ pub use inspect::{Inspection, inspect};
 pub use keys::{PublicKey, SigningKey};
 pub use options::{DEFAULT_MAX_SIZE, DEFAULT_TIMEOUT, RegistryOptions};
 pub use pull::{Pulled, pull, resolve};
-pub use push::push;
+pub use push::{push, push_version};
 pub use reference::{DEFAULT_TAG, Reference};
 pub use verify::{Verification, sign_bytes, verify_bytes};
+pub use version::{VERSION_ANNOTATION, check_minimum_version};

@@ -65,10 +65,7 @@ impl RegistryOptions {
     /// as the process's default when none is (the client library asks rustls
     /// for the default).
     fn build(&self) -> Result<oci_client::Client, DistributionError> {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            // Losing a race to another installer is fine: one is installed.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        install_crypto_provider();
         let protocol = if self.plain_http {
             ClientProtocol::Http
         } else if self.plain_http_registries.is_empty() {
@@ -76,10 +73,11 @@ impl RegistryOptions {
         } else {
             ClientProtocol::HttpsExcept(self.plain_http_registries.clone())
         };
-        let extra_root_certificates = match &self.extra_ca_pem {
-            Some(pem) => extra_roots(pem)?,
-            None => Vec::new(),
-        };
+        let extra_root_certificates = self
+            .extra_roots()?
+            .into_iter()
+            .map(|data| Certificate { encoding: CertificateEncoding::Der, data })
+            .collect();
         let config = ClientConfig {
             protocol,
             extra_root_certificates,
@@ -92,15 +90,29 @@ impl RegistryOptions {
         };
         oci_client::Client::try_from(config).map_err(|err| DistributionError::Client(err.to_string()))
     }
+
+    /// The DER certificates of [`RegistryOptions::extra_ca_pem`].
+    pub(crate) fn extra_roots(&self) -> Result<Vec<Vec<u8>>, DistributionError> {
+        self.extra_ca_pem.as_deref().map_or(Ok(Vec::new()), extra_roots)
+    }
+}
+
+/// Installs rustls's `ring` provider as the process's default when none
+/// is: both HTTP clients ask rustls for the default.
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race to another installer is fine: one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 /// Every certificate of a PEM bundle, checked here so that a bad file is
 /// named rather than silently ignored.
-fn extra_roots(pem: &[u8]) -> Result<Vec<Certificate>, DistributionError> {
+fn extra_roots(pem: &[u8]) -> Result<Vec<Vec<u8>>, DistributionError> {
     let certificates = CertificateDer::pem_slice_iter(pem)
         .map(|certificate| {
             certificate
-                .map(|der| Certificate { encoding: CertificateEncoding::Der, data: der.to_vec() })
+                .map(|der| der.to_vec())
                 .map_err(|err| DistributionError::Client(format!("the extra CA is not PEM: {err}")))
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -3,8 +3,9 @@
 use tracing::debug;
 
 use crate::artifact;
+use crate::session::Session;
 use crate::transfer::{PinnedManifest, fetch_blob, pull_pinned_manifest, resolve_with};
-use crate::{DistributionError, Reference, RegistryOptions, Verification, cosign, digest};
+use crate::{DistributionError, Reference, RegistryOptions, Verification, cosign, digest, version};
 
 /// A provider pulled from a registry and verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,10 @@ pub struct Pulled {
     pub digest: String,
     /// The component.
     pub wasm: Vec<u8>,
+    /// The version the manifest states
+    /// ([`VERSION_ANNOTATION`](crate::VERSION_ANNOTATION)); signed with the
+    /// manifest when a signature was verified.
+    pub version: Option<String>,
 }
 
 /// The manifest digest `reference` names now: its digest if it has one,
@@ -33,7 +38,7 @@ pub async fn resolve(reference: &Reference, options: &RegistryOptions) -> Result
     if let Some(digest) = reference.digest() {
         return Ok(digest.to_owned());
     }
-    resolve_with(&options.client(reference).await?, reference, options).await
+    resolve_with(&Session::open(reference, options).await?, reference).await
 }
 
 /// Pulls the provider `reference` names and verifies it.
@@ -55,19 +60,19 @@ pub async fn pull(
     options: &RegistryOptions,
     verification: &Verification,
 ) -> Result<Pulled, DistributionError> {
-    let client = options.client(reference).await?;
+    let session = Session::open(reference, options).await?;
     let PinnedManifest { reference: pinned, digest: manifest_digest, bytes: manifest } =
-        pull_pinned_manifest(&client, reference, options).await?;
+        pull_pinned_manifest(&session, reference).await?;
     let layer = artifact::provider_layer(&pinned, &manifest, options.max_size)?;
     // Refused from the manifest, before the layer is downloaded; the bytes
     // are checked against the same digest once they are.
     digest::check_pin(&layer.digest, verification.pin.as_deref())?;
     if let Some(key) = &verification.public_key {
-        cosign::verify(&client, &pinned, &manifest_digest, key, options).await?;
+        cosign::verify(&session, &pinned, &manifest_digest, key).await?;
     }
-    let wasm = fetch_blob(&client, &pinned, &layer, options.max_size, "the provider layer").await?;
+    let wasm = fetch_blob(&session, &pinned, &layer, options.max_size, "the provider layer").await?;
     let digest = digest::check("the provider layer", &wasm, &layer.digest)?;
     digest::check_pin(&digest, verification.pin.as_deref())?;
     debug!(reference = %pinned, %digest, size = wasm.len(), "pulled");
-    Ok(Pulled { reference: pinned, manifest_digest, digest, wasm })
+    Ok(Pulled { reference: pinned, manifest_digest, digest, wasm, version: version::of_manifest(&manifest) })
 }

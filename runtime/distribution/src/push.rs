@@ -20,6 +20,21 @@ use crate::{DistributionError, Reference, RegistryOptions, inspect};
 /// When `reference` has a digest rather than a tag, `wasm` is not
 /// WebAssembly, or the registry cannot be reached or written to.
 pub async fn push(wasm: &[u8], reference: &Reference, options: &RegistryOptions) -> Result<String, DistributionError> {
+    push_version(wasm, reference, None, options).await
+}
+
+/// [`push`] with the provider's `version` in the manifest's
+/// [`VERSION_ANNOTATION`](crate::VERSION_ANNOTATION), which roll-back
+/// protection compares (and a signature of the manifest signs).
+///
+/// # Errors
+/// As [`push`].
+pub async fn push_version(
+    wasm: &[u8],
+    reference: &Reference,
+    version: Option<&semver::Version>,
+    options: &RegistryOptions,
+) -> Result<String, DistributionError> {
     if reference.digest().is_some() {
         return Err(DistributionError::InvalidReference {
             reference: reference.to_string(),
@@ -30,7 +45,7 @@ pub async fn push(wasm: &[u8], reference: &Reference, options: &RegistryOptions)
     let component = inspection
         .component
         .then(|| ComponentConfig { imports: inspection.imports.clone(), exports: inspection.exports.clone() });
-    let (config, manifest) = artifact::provider_manifest(wasm, component);
+    let (config, manifest) = artifact::provider_manifest(wasm, component, version);
     let client = options.client(reference).await?;
     upload(&client, reference, wasm).await?;
     upload(&client, reference, &config).await?;

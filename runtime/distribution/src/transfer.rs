@@ -1,26 +1,58 @@
-//! Moving bytes to and from a registry: resolving tags, streaming blobs
-//! with a cap, uploading blobs and manifests.
+//! Moving bytes to and from a registry: resolving tags, reading manifests
+//! and streaming blobs with caps, uploading blobs and manifests.
 
-use futures_util::StreamExt as _;
-use http::HeaderValue;
-use oci_client::errors::DigestError;
+use http::{HeaderValue, Method};
 use tracing::debug;
 
 use crate::artifact::{ACCEPTED_MANIFESTS, Descriptor, OCI_MANIFEST};
-use crate::{DistributionError, Reference, RegistryOptions, digest};
+use crate::bounded::{self, MAX_MANIFEST};
+use crate::session::{Session, body_error, transport};
+use crate::{DistributionError, Reference, digest};
 
-/// The manifest digest `reference`'s tag points to, with a `HEAD` request.
-pub(crate) async fn resolve_with(
-    client: &oci_client::Client,
-    reference: &Reference,
-    options: &RegistryOptions,
-) -> Result<String, DistributionError> {
-    let digest = client
-        .fetch_manifest_digest(&reference.to_oci(), &options.auth.to_oci())
-        .await
-        .map_err(|err| DistributionError::registry("resolve", reference, err))?;
+/// The manifest digest `reference`'s tag points to, with a `HEAD` request
+/// (a `GET` of the manifest, read with its cap, when the registry states
+/// no digest).
+pub(crate) async fn resolve_with(session: &Session, reference: &Reference) -> Result<String, DistributionError> {
+    let url = session.manifest_url(&tag_or_digest(reference));
+    let accept = ACCEPTED_MANIFESTS.join(", ");
+    let response = session.send(Method::HEAD, url.clone(), &accept, "resolve", reference).await?;
+    let digest = match response.headers().get("docker-content-digest").and_then(|value| value.to_str().ok()) {
+        Some(digest) => digest.to_owned(),
+        None => {
+            let response = session.send(Method::GET, url, &accept, "resolve", reference).await?;
+            let manifest = bounded::read(response, MAX_MANIFEST, "the manifest")
+                .await
+                .map_err(|err| body_error("resolve", reference, err))?;
+            digest::sha256_digest(&manifest)
+        }
+    };
     debug!(%reference, %digest, "resolved");
     digest::parse(&digest)
+}
+
+/// The tag or digest a manifest URL names.
+fn tag_or_digest(reference: &Reference) -> String {
+    let oci = reference.to_oci();
+    oci.digest().or(oci.tag()).unwrap_or(crate::DEFAULT_TAG).to_owned()
+}
+
+/// The manifest `reference` names, read with its cap, or `None` when the
+/// registry has none.
+pub(crate) async fn pull_manifest(
+    session: &Session,
+    reference: &Reference,
+    action: &'static str,
+) -> Result<Option<Vec<u8>>, DistributionError> {
+    let url = session.manifest_url(&tag_or_digest(reference));
+    let response = match session.send(Method::GET, url, &ACCEPTED_MANIFESTS.join(", "), action, reference).await {
+        Ok(response) => response,
+        Err(DistributionError::NotFound { .. }) => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let bytes = bounded::read(response, MAX_MANIFEST, "the manifest")
+        .await
+        .map_err(|err| body_error(action, reference, err))?;
+    Ok(Some(bytes))
 }
 
 /// A manifest pulled by its digest.
@@ -37,27 +69,27 @@ pub(crate) struct PinnedManifest {
 /// Pins `reference` to its digest (resolving its tag when it has none) and
 /// pulls that manifest, so that what follows reads exactly that version.
 pub(crate) async fn pull_pinned_manifest(
-    client: &oci_client::Client,
+    session: &Session,
     reference: &Reference,
-    options: &RegistryOptions,
 ) -> Result<PinnedManifest, DistributionError> {
     let digest = match reference.digest() {
         Some(digest) => digest.to_owned(),
-        None => resolve_with(client, reference, options).await?,
+        None => resolve_with(session, reference).await?,
     };
     let pinned = reference.with_digest(&digest)?;
-    let (bytes, _) = client
-        .pull_manifest_raw(&pinned.to_oci(), &options.auth.to_oci(), &ACCEPTED_MANIFESTS)
-        .await
-        .map_err(|err| DistributionError::registry("pull the manifest of", &pinned, err))?;
+    let action = "pull the manifest of";
+    let bytes = pull_manifest(session, &pinned, action).await?.ok_or_else(|| DistributionError::NotFound {
+        reference: pinned.to_string(),
+        detail: "the registry has no such manifest".to_owned(),
+    })?;
     digest::check("the manifest", &bytes, &digest)?;
-    Ok(PinnedManifest { reference: pinned, digest, bytes: bytes.into() })
+    Ok(PinnedManifest { reference: pinned, digest, bytes })
 }
 
 /// Streams the blob `descriptor` names, at most its stated size and at most
 /// `limit` bytes, and checks its digest.
 pub(crate) async fn fetch_blob(
-    client: &oci_client::Client,
+    session: &Session,
     reference: &Reference,
     descriptor: &Descriptor,
     limit: u64,
@@ -66,22 +98,15 @@ pub(crate) async fn fetch_blob(
     if descriptor.size > limit {
         return Err(DistributionError::TooLarge { what, size: descriptor.size, limit });
     }
-    let mut stream = client
-        .pull_blob_stream(&reference.to_oci(), &descriptor.to_oci())
-        .await
-        .map_err(|err| DistributionError::registry("pull a blob of", reference, err))?;
+    let action = "pull a blob of";
+    let url = session.blob_url(&descriptor.digest);
+    let mut response = session.send(Method::GET, url, "*/*", action, reference).await?;
     let too_large = |received: u64| DistributionError::SizeMismatch { what, stated: descriptor.size, received };
-    if let Some(length) = stream.content_length.filter(|&length| length > descriptor.size) {
+    if let Some(length) = response.content_length().filter(|&length| length > descriptor.size) {
         return Err(too_large(length));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(descriptor.size).unwrap_or(0));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|err| match err.get_ref().and_then(|inner| inner.downcast_ref::<DigestError>()) {
-            Some(DigestError::VerificationError { expected, actual }) => {
-                DistributionError::DigestMismatch { what, expected: expected.clone(), actual: actual.clone() }
-            }
-            _ => DistributionError::registry("pull a blob of", reference, err.into()),
-        })?;
+    while let Some(chunk) = response.chunk().await.map_err(|err| transport(action, reference, err))? {
         if (bytes.len() + chunk.len()) as u64 > descriptor.size {
             return Err(too_large((bytes.len() + chunk.len()) as u64));
         }

@@ -16,6 +16,9 @@ pub struct Candidate {
     /// Where it came from, for people: a path, `configmap:ns/name/key`, or
     /// an OCI reference pinned to the manifest digest.
     pub origin: String,
+    /// Its signed version, when roll-back protection is on: a version older
+    /// than the one serving is rejected.
+    pub version: Option<semver::Version>,
 }
 
 impl std::fmt::Debug for Candidate {
@@ -23,6 +26,7 @@ impl std::fmt::Debug for Candidate {
         f.debug_struct("Candidate")
             .field("digest", &self.digest)
             .field("origin", &self.origin)
+            .field("version", &self.version)
             .field("size", &self.wasm.len())
             .finish()
     }

@@ -146,7 +146,9 @@ impl ConfigMapSource {
         let digest = seen.wasm.clone();
         self.seen = Some(seen);
         match verify_bytes(&wasm.0, signature.as_deref(), &self.verification) {
-            Ok(digest) => Ok(Some(Candidate { wasm: Arc::from(wasm.0.as_slice()), digest, origin: self.origin() })),
+            Ok(digest) => {
+                Ok(Some(Candidate { wasm: Arc::from(wasm.0.as_slice()), digest, origin: self.origin(), version: None }))
+            }
             Err(source) => Err(SourceError::Verification { origin: self.origin(), digest: Some(digest), source }),
         }
     }

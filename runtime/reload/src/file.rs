@@ -76,7 +76,7 @@ impl FileSource {
         let digest = seen.wasm.clone();
         self.seen = Some(seen);
         match verify_bytes(&wasm, signature.as_deref(), &self.verification) {
-            Ok(digest) => Ok(Some(Candidate { wasm: Arc::from(wasm), digest, origin: self.origin() })),
+            Ok(digest) => Ok(Some(Candidate { wasm: Arc::from(wasm), digest, origin: self.origin(), version: None })),
             Err(source) => Err(SourceError::Verification { origin: self.origin(), digest: Some(digest), source }),
         }
     }

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasm_ccm_distribution::{DistributionError, Reference, RegistryOptions, Verification, pull, resolve};
+use wasm_ccm_distribution::{
+    DistributionError, Reference, RegistryOptions, Verification, check_minimum_version, pull, resolve,
+};
 
 use crate::{Candidate, SourceError};
 
@@ -20,13 +22,24 @@ pub struct OciSource {
     interval: Duration,
     tried: Option<String>,
     polled: bool,
+    minimum_version: Option<semver::Version>,
 }
 
 impl OciSource {
     /// A source polling `reference` every `interval`; a reference pinned to
     /// a digest never changes.
     pub fn new(reference: Reference, options: RegistryOptions, verification: Verification, interval: Duration) -> Self {
-        OciSource { reference, options, verification, interval, tried: None, polled: false }
+        OciSource { reference, options, verification, interval, tried: None, polled: false, minimum_version: None }
+    }
+
+    /// Turns roll-back protection on: every version must state a version of
+    /// at least `minimum` in its manifest
+    /// ([`VERSION_ANNOTATION`](wasm_ccm_distribution::VERSION_ANNOTATION)),
+    /// and carries it so that one older than the version serving is
+    /// rejected.
+    pub fn with_minimum_version(mut self, minimum: semver::Version) -> Self {
+        self.minimum_version = Some(minimum);
+        self
     }
 
     /// The reference polled.
@@ -55,13 +68,23 @@ impl OciSource {
                 continue;
             }
             let pinned = self.reference.with_digest(&manifest).map_err(|err| self.unavailable(&err))?;
-            match pull(&pinned, &self.options, &self.verification).await {
-                Ok(pulled) => {
+            let pulled = pull(&pinned, &self.options, &self.verification).await.and_then(|pulled| {
+                let version = match &self.minimum_version {
+                    Some(minimum) => {
+                        Some(check_minimum_version(&pinned.to_string(), pulled.version.as_deref(), minimum)?)
+                    }
+                    None => None,
+                };
+                Ok((pulled, version))
+            });
+            match pulled {
+                Ok((pulled, version)) => {
                     self.tried = Some(manifest);
                     return Ok(Candidate {
                         wasm: Arc::from(pulled.wasm),
                         digest: pulled.digest,
                         origin: pinned.to_string(),
+                        version,
                     });
                 }
                 Err(err) if transient(&err) => return Err(self.unavailable(&err)),

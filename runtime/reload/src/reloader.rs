@@ -222,6 +222,14 @@ impl Reloader {
             return;
         }
         self.last_tried = Some(key.clone());
+        if let (Some(offered), Some(serving)) = (&candidate.version, &self.serving_wasm.version)
+            && offered < serving
+        {
+            let reason =
+                format!("version {offered} is older than {serving}, the version serving: a roll-back is refused");
+            self.reject(&candidate.origin, Some(&candidate.digest), &Refusal { stage: "verify", reason });
+            return;
+        }
         let spec = spec(&self.template, &candidate, &inputs);
         match validate(&self.engine, spec, self.handle.info()).await {
             Ok(provider) => {

@@ -26,6 +26,9 @@ pub struct SourceSettings {
     pub registry: RegistryOptions,
     /// How often a file or a registry is polled; a ConfigMap is watched.
     pub poll_interval: Duration,
+    /// Roll-back protection for a signed OCI source: the oldest version
+    /// accepted; a version older than the one serving is refused too.
+    pub minimum_version: Option<semver::Version>,
 }
 
 impl SourceSettings {
@@ -38,6 +41,7 @@ impl SourceSettings {
             signature: None,
             registry: RegistryOptions::default(),
             poll_interval: DEFAULT_POLL_INTERVAL,
+            minimum_version: None,
         }
     }
 
@@ -60,6 +64,17 @@ impl SourceSettings {
                 }
             )));
         }
+        if self.minimum_version.is_some() && !matches!(self.location, Location::Oci(_)) {
+            return Err(SourceError::Invalid(format!(
+                "a minimum version applies to an OCI source only, whose manifest states its version; pin a {} source with its digest instead",
+                self.location.kind()
+            )));
+        }
+        if self.minimum_version.is_some() && self.verification.public_key.is_none() {
+            return Err(SourceError::Invalid(
+                "a minimum version needs a public key: an unsigned manifest's version proves nothing".to_owned(),
+            ));
+        }
         if self.signature.is_some() && self.verification.public_key.is_none() {
             return Err(SourceError::Invalid("a signature file needs a public key to check it with".to_owned()));
         }
@@ -79,7 +94,11 @@ impl SourceSettings {
                 Source::File(FileSource::new(path.clone(), self.signature.clone(), verification, self.poll_interval))
             }
             Location::Oci(reference) => {
-                Source::Oci(OciSource::new(reference.clone(), self.registry.clone(), verification, self.poll_interval))
+                let source = OciSource::new(reference.clone(), self.registry.clone(), verification, self.poll_interval);
+                Source::Oci(match &self.minimum_version {
+                    Some(minimum) => source.with_minimum_version(minimum.clone()),
+                    None => source,
+                })
             }
             Location::ConfigMap { namespace, name, key } => {
                 let client = client.ok_or_else(|| {
@@ -164,5 +183,20 @@ mod tests {
         assert!(err.contains("sibling key"), "{err}");
         let err = with("p.wasm", None).check().unwrap_err().to_string();
         assert!(err.contains("needs a public key"), "{err}");
+    }
+
+    #[test]
+    fn a_minimum_version_needs_a_signed_oci_source() {
+        let key = wasm_ccm_distribution::SigningKey::generate().unwrap().public_key().unwrap();
+        let with = |location: &str, key: Option<wasm_ccm_distribution::PublicKey>| SourceSettings {
+            minimum_version: Some(semver::Version::new(1, 2, 0)),
+            verification: Verification { pin: None, public_key: key },
+            ..SourceSettings::new(location.parse().unwrap())
+        };
+        assert!(with("oci://r.example/p:v1", Some(key.clone())).check().is_ok());
+        let err = with("oci://r.example/p:v1", None).check().unwrap_err().to_string();
+        assert!(err.contains("a minimum version needs a public key"), "{err}");
+        let err = with("p.wasm", Some(key)).check().unwrap_err().to_string();
+        assert!(err.contains("a minimum version applies to an OCI source only"), "{err}");
     }
 }

@@ -23,6 +23,7 @@ use crate::meta;
 use crate::patch::PatchType;
 use crate::render::{self, Format};
 use crate::requests::{RequestAttributes, RequestCounter};
+use crate::review::Tokens;
 use crate::route::{self, ResourcePath, Route};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::Store;
@@ -37,6 +38,7 @@ pub(crate) struct Shared {
     pub requests: RequestCounter,
     pub bookmark_interval: Duration,
     pub address: SocketAddr,
+    pub tokens: Tokens,
 }
 
 type Params = HashMap<String, String>;
@@ -78,6 +80,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
     let counted = match &route {
         Route::Resource(target) if target.status => format!("{}/status", target.resource.key),
         Route::Resource(target) => target.resource.key.to_string(),
+        Route::Review(review) => format!("{}.{}", review.resource().1, review.resource().0),
         _ => path.clone(),
     };
     let verb_name = verb.as_ref().map_or("unknown", |v| v.name());
@@ -90,6 +93,14 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
             resource: target.resource.plural.to_string(),
             subresource: target.status.then(|| "status".to_string()),
             namespace: target.namespace.clone(),
+        },
+        Route::Review(review) => RequestAttributes::Resource {
+            user,
+            verb: verb_name.to_string(),
+            group: review.resource().0.to_string(),
+            resource: review.resource().1.to_string(),
+            subresource: None,
+            namespace: None,
         },
         _ => RequestAttributes::NonResource { user, verb: verb_name.to_string(), path: path.clone() },
     };
@@ -115,6 +126,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
                 .map(|document| json(StatusCode::OK, serde_json::to_vec(&document).unwrap_or_default().into()))
                 .ok_or(ApiError::NoRoute),
             Route::Unknown => Err(ApiError::NoRoute),
+            Route::Review(review) => review
+                .answer(&shared.tokens, &shared.store, &body)
+                .map(|answer| json(StatusCode::CREATED, serde_json::to_vec(&answer).unwrap_or_default().into())),
             Route::Resource(target) => serve(&shared, verb, target, &params, &parts.headers, body),
         }
     }
@@ -126,6 +140,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, request: Request) 
 
 /// The verb of a request to `route`.
 fn verb(method: &Method, route: &Route, query: &str) -> Result<Verb, ApiError> {
+    if let Route::Review(_) = route {
+        return if method == Method::POST { Ok(Verb::Create) } else { Err(ApiError::MethodNotAllowed) };
+    }
     let Route::Resource(target) = route else {
         return if method == Method::GET { Ok(Verb::Get) } else { Err(ApiError::MethodNotAllowed) };
     };

@@ -22,6 +22,7 @@ mod patch;
 mod render;
 mod requests;
 mod resources;
+mod review;
 mod route;
 mod selector;
 mod server;

@@ -1,6 +1,7 @@
 //! Parsing request paths into the resource, namespace, name and subresource they address.
 
 use crate::resources::{self, ResourceType};
+use crate::review::Review;
 
 /// A path under `/api/v1` or `/apis/{group}/{version}` that names a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,8 @@ pub(crate) enum Route {
     /// A discovery document.
     Discovery,
     Resource(ResourcePath),
+    /// A `TokenReview` or `SubjectAccessReview`.
+    Review(Review),
     /// Anything else: 404.
     Unknown,
 }
@@ -58,6 +61,9 @@ pub(crate) fn parse(path: &str) -> Route {
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["version"] | ["api"] | ["api", _] | ["apis"] | ["apis", _] | ["apis", _, _] => Route::Discovery,
         ["api", "v1", rest @ ..] => resource_path("", "v1", rest),
+        ["apis", group, version, plural] if Review::of(group, version, plural).is_some() => {
+            Route::Review(Review::of(group, version, plural).expect("checked"))
+        }
         ["apis", group, version, rest @ ..] => resource_path(group, version, rest),
         _ => Route::Unknown,
     }

@@ -19,6 +19,7 @@ use crate::history::ObjectKey;
 use crate::kubeconfig;
 use crate::requests::{RequestCounter, RequestCounts};
 use crate::resources::by_name;
+use crate::review::Tokens;
 use crate::store::Store;
 
 /// The namespaces that exist when the server starts, as in a fresh cluster.
@@ -91,6 +92,7 @@ impl ApiServer {
             requests: RequestCounter::default(),
             bookmark_interval: config.bookmark_interval,
             address,
+            tokens: Tokens::default(),
         });
         let router = Router::new().fallback(handle).with_state(shared.clone());
         let listener = listener.tap_io(|stream| {
@@ -109,6 +111,12 @@ impl ApiServer {
         });
         tracing::debug!(%address, "API server listening");
         Ok(ApiServer { shared, shutdown: Some(shutdown) })
+    }
+
+    /// Makes `token` a bearer token of `user` in `groups` for `TokenReview`s (the server
+    /// authenticates no request with it; `system:authenticated` is added to the groups).
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        self.shared.tokens.add(token, user, groups);
     }
 
     /// The base URL, `http://127.0.0.1:PORT`.

@@ -32,7 +32,8 @@ impl Identity {
         }
     }
 
-    fn groups(self) -> &'static str {
+    /// The groups the API server puts the user in, comma-separated.
+    pub fn groups(self) -> &'static str {
         match self {
             Identity::Admin | Identity::UpstreamControllerManager => "system:masters,system:authenticated",
             Identity::CloudControllerManager => {

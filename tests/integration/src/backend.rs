@@ -125,6 +125,25 @@ impl TestApiServer {
         }
     }
 
+    /// A bearer token of `identity` that the server's `TokenReview`
+    /// accepts: the real server's from its token file, or one registered
+    /// with the harness for the same user and groups.
+    pub fn token(&self, identity: Identity) -> String {
+        match &self.server {
+            Server::Harness(server) => {
+                let token = format!("{identity:?}-token").to_lowercase();
+                let groups: Vec<&str> =
+                    identity.groups().split(',').filter(|group| *group != "system:authenticated").collect();
+                server.add_token(&token, identity.user(), &groups);
+                token
+            }
+            Server::Real(plane) => {
+                let kubeconfig = serde_json::to_value(plane.kubeconfig(identity)).expect("a kubeconfig serializes");
+                kubeconfig["users"][0]["user"]["token"].as_str().expect("a token").to_owned()
+            }
+        }
+    }
+
     /// The object `name` of `resource` (a plural of the core group, or
     /// `leases`) in `namespace`, as JSON; `None` when it does not exist.
     pub async fn object(&self, resource: &str, namespace: Option<&str>, name: &str) -> Option<Value> {

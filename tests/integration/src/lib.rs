@@ -5,6 +5,7 @@ pub mod backend;
 pub mod canned_aws;
 pub mod cluster;
 pub mod echo;
+pub mod hostile_registry;
 pub mod moto;
 pub mod process;
 pub mod registry;

@@ -11,11 +11,8 @@
 //! namespaces of a dry-run create.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -26,10 +23,11 @@ use serde::Serialize;
 use serde::de::{Deserialize as _, DeserializeOwned};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::{ApiServer, RequestAttributes, RequestCounts};
+use wasm_ccm_distribution::{SigningKey, sign_bytes};
 use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::backend::Backend;
-use wasm_ccm_tests::process::{Process, free_port};
+use wasm_ccm_tests::process::{Process, free_port, https_get};
 use wasm_ccm_tests::repository;
 
 /// The namespace the kustomization puts everything in.
@@ -91,6 +89,10 @@ impl Manifests {
         let deploy = dir.path().join("deploy");
         copy_dir(&repository().join("deploy"), &deploy);
         std::fs::write(deploy.join("provider/provider.wasm"), wasm).unwrap();
+        // The secure form: the provider signed, the key in its own ConfigMap.
+        let key = SigningKey::generate().unwrap();
+        std::fs::write(deploy.join("provider/provider.wasm.sig"), sign_bytes(wasm, &key).unwrap()).unwrap();
+        std::fs::write(deploy.join("trust/cosign.pub"), key.public_key_pem().unwrap()).unwrap();
         if let Some(config) = cloud_config {
             std::fs::write(deploy.join("provider/cloud-config.json"), config).unwrap();
         }
@@ -115,6 +117,18 @@ impl Manifests {
     /// The objects of `kind`.
     fn all(&self, kind: &str) -> Vec<&Value> {
         self.objects.iter().filter(|object| object["kind"] == kind).collect()
+    }
+
+    /// The ConfigMap generated under `name` (kustomize adds a hash).
+    fn generated(&self, name: &str) -> ConfigMap {
+        let prefix = format!("{name}-");
+        let found: Vec<&Value> = self
+            .all("ConfigMap")
+            .into_iter()
+            .filter(|object| object["metadata"]["name"].as_str().is_some_and(|found| found.starts_with(&prefix)))
+            .collect();
+        assert_eq!(found.len(), 1, "one ConfigMap {name}");
+        serde_json::from_value(found[0].clone()).unwrap_or_else(|err| panic!("the ConfigMap {name}: {err}"))
     }
 
     /// The one object of `kind`, typed.
@@ -231,7 +245,10 @@ fn every_manifest_survives_a_round_trip_through_the_typed_structs() {
         "ServiceAccount",
     ];
     assert_eq!(kinds, BTreeSet::from(expected));
-    assert_eq!(manifests.objects.len(), expected.len(), "one object of each kind");
+    // Two ClusterRoles (the controllers', the scrapers') and two ConfigMaps
+    // (the provider, the key it is signed with); one of each other kind.
+    assert_eq!(manifests.objects.len(), expected.len() + 2);
+    assert_eq!((manifests.all("ClusterRole").len(), manifests.all("ConfigMap").len()), (2, 2));
     for object in &manifests.objects {
         let name = format!("{} {}", object["kind"], object["metadata"]["name"]);
         if let Err(lost) = round_trip(object) {
@@ -308,6 +325,9 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
     assert_eq!(flags["--leader-elect-resource-namespace"], "$(POD_NAMESPACE)");
     assert_eq!(flags["--secure-port"], "10258");
     assert!(!flags.contains_key("--admin-plain-http"), "the admin server speaks HTTPS");
+    // Only a signed provider loads; the key comes from another ConfigMap.
+    assert_eq!(flags["--provider-signature"], "/etc/wasm-ccm/provider/provider.wasm.sig");
+    assert_eq!(flags["--provider-public-key"], "/etc/wasm-ccm/trust/cosign.pub");
     assert_eq!(container.image.as_deref(), Some("ghcr.io/wasm-ccm/wasm-ccm:0.1.0"), "kustomize sets the image");
 
     // The probes reach the admin server over HTTPS.
@@ -388,13 +408,17 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
             .any(|arg| arg.strip_prefix("--compile-cache=").is_some_and(|dir| dir.starts_with(&cache.mount_path))),
         "{args:?}"
     );
-    let config_map: ConfigMap = manifests.one("ConfigMap");
+    let config_map: ConfigMap = manifests.generated("wasm-ccm-provider");
+    let trust: ConfigMap = manifests.generated("wasm-ccm-trust");
     let secret: Secret = manifests.one("Secret");
     let keys_of = |mount_path: &str| -> BTreeSet<String> {
         let mount = mounts.iter().find(|mount| mount.mount_path == mount_path).expect("a mount");
         let volume = volumes.iter().find(|volume| volume.name == mount.name).expect("its volume");
         if let Some(source) = &volume.config_map {
-            assert_eq!(source.name, config_map.metadata.name.clone().unwrap(), "the generated ConfigMap's name");
+            let config_map = [&config_map, &trust]
+                .into_iter()
+                .find(|config_map| config_map.metadata.name.as_ref() == Some(&source.name))
+                .expect("a generated ConfigMap's name");
             let data = config_map.data.clone().unwrap_or_default().into_keys();
             data.chain(config_map.binary_data.clone().unwrap_or_default().into_keys()).collect()
         } else if let Some(source) = &volume.secret {
@@ -405,7 +429,7 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
             panic!("{mount_path} is neither the ConfigMap nor the Secret")
         }
     };
-    for flag in ["--provider", "--cloud-config"] {
+    for flag in ["--provider", "--provider-signature", "--provider-public-key", "--cloud-config"] {
         let path = Path::new(&flags[flag]);
         let keys = keys_of(path.parent().unwrap().to_str().unwrap());
         assert!(keys.contains(path.file_name().unwrap().to_str().unwrap()), "{flag}: {keys:?}");
@@ -462,15 +486,17 @@ async fn kubectl_accepts_every_object() {
         "serviceaccount/cloud-controller-manager",
         "role.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
         "clusterrole.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
+        "clusterrole.rbac.authorization.k8s.io/wasm-ccm:metrics-reader",
         "rolebinding.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
         "clusterrolebinding.rbac.authorization.k8s.io/wasm-ccm:cloud-controller-manager",
         "secret/wasm-ccm-credentials",
         "deployment.apps/wasm-ccm",
     ]);
-    let (generated, named): (BTreeSet<&str>, BTreeSet<&str>) =
-        names.iter().partition(|name| name.starts_with("configmap/wasm-ccm-provider-"));
+    let (generated, named): (BTreeSet<&str>, BTreeSet<&str>) = names.iter().partition(|name| {
+        name.starts_with("configmap/wasm-ccm-provider-") || name.starts_with("configmap/wasm-ccm-trust-")
+    });
     assert_eq!(named, expected);
-    assert_eq!(generated.len(), 1, "and the ConfigMap: {names:?}");
+    assert_eq!(generated.len(), 2, "and the two ConfigMaps: {names:?}");
     let requests = api.requests();
     assert_eq!(requests.get("create", "deployments"), 1, "{requests}");
     assert!(api.object("deployments", Some(NAMESPACE), "wasm-ccm").is_none(), "a dry run stores nothing");
@@ -731,67 +757,10 @@ fn replica(manifests: &Manifests, pod_name: &str, root: &Path) -> (Vec<String>, 
     (args, env)
 }
 
-/// A TLS verifier that accepts any certificate, as the kubelet's HTTPS
-/// probes do.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// The status of `GET path` over HTTPS on loopback `port`, as a kubelet
 /// probe sees it; `None` when nothing answers.
 fn probe(port: u16, path: &str) -> Option<u16> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .ok()?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").ok()?;
-    let mut connection = rustls::ClientConnection::new(Arc::new(config), name).ok()?;
-    let mut socket = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    socket.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut tls = rustls::Stream::new(&mut connection, &mut socket);
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    tls.write_all(request.as_bytes()).ok()?;
-    let mut response = Vec::new();
-    // The server may close without a TLS close_notify; what came is enough.
-    let _ = tls.read_to_end(&mut response);
-    String::from_utf8_lossy(&response).split_whitespace().nth(1)?.parse().ok()
+    https_get(port, path, None).map(|(status, _)| status)
 }
 
 async fn wait<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -874,6 +843,11 @@ impl Cluster {
     /// (impersonated), the pod's port by a free one on loopback, AWS by the
     /// fake cloud; routes turned on, with short periods; and `overrides`.
     fn replica(&self, pod_name: &str, overrides: &[(&str, String)]) -> Replica {
+        self.replica_without(pod_name, overrides, &[])
+    }
+
+    /// [`Cluster::replica`] without the flags `unset`.
+    fn replica_without(&self, pod_name: &str, overrides: &[(&str, String)], unset: &[&str]) -> Replica {
         let root = self.manifests.dir.path().join(pod_name);
         let (mut args, env) = replica(&self.manifests, pod_name, &root);
         let mut kubeconfig = self.api.kubeconfig();
@@ -899,6 +873,7 @@ impl Cluster {
         for (flag, value) in replaced.iter().chain(overrides) {
             set_flag(&mut args, flag, value);
         }
+        args.retain(|arg| !unset.contains(&arg.split_once('=').map_or(arg.as_str(), |(name, _)| name)));
         let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
         Replica { process: Process::start(&args, &env), port }
     }
@@ -967,6 +942,25 @@ async fn rbac_allows_exactly_the_requests_the_controllers_make() {
     let pod_name = "wasm-ccm-7c9d5b8f6-q4xzt";
     let replica = cluster.replica(pod_name, &[]);
     cluster.wait_ready(&replica, pod_name).await;
+
+    // The admin server: a scraper's token reviewed, and its get on
+    // /metrics authorized, through the API as the service account.
+    let reader: ClusterRole = cluster.manifests.named("ClusterRole", "wasm-ccm:metrics-reader");
+    Api::<ClusterRole>::all(client.clone()).create(&PostParams::default(), &reader).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "prometheus"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "wasm-ccm:metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    api.add_token("prometheus-token", "system:serviceaccount:monitoring:prometheus", &["system:serviceaccounts"]);
+    let port = replica.port;
+    let scraped = tokio::task::spawn_blocking(move || https_get(port, "/metrics", Some("prometheus-token")))
+        .await
+        .unwrap()
+        .map(|(status, _)| status);
+    assert_eq!(scraped, Some(200));
 
     // The service controller: a load balancer made, changed and deleted.
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
@@ -1080,7 +1074,7 @@ async fn rbac_allows_exactly_the_requests_the_controllers_make() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
     let cluster = Cluster::start().await;
-    let mut config_map: ConfigMap = cluster.manifests.one("ConfigMap");
+    let mut config_map: ConfigMap = cluster.manifests.generated("wasm-ccm-provider");
     let name = config_map.metadata.name.clone().unwrap();
     config_map.metadata.namespace = Some(NAMESPACE.to_owned());
     let config_maps: Api<ConfigMap> = Api::namespaced(cluster.api.client().await, NAMESPACE);
@@ -1088,7 +1082,8 @@ async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
 
     let pod_name = "wasm-ccm-7c9d5b8f6-h8k2m";
     let location = format!("configmap:{NAMESPACE}/{name}/provider.wasm");
-    let replica = cluster.replica(pod_name, &[("--provider", location)]);
+    // The signature is the sibling key provider.wasm.sig of the ConfigMap.
+    let replica = cluster.replica_without(pod_name, &[("--provider", location)], &["--provider-signature"]);
     cluster.wait_ready(&replica, pod_name).await;
     cluster.stop(replica).await;
 

@@ -25,7 +25,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_distribution::{SigningKey, push, sha256_digest, sign, sign_bytes};
+use wasm_ccm_distribution::{SigningKey, push, push_version, sha256_digest, sign, sign_bytes};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::guest;
 use wasm_ccm_tests::process::{Process, free_port, http_get};
@@ -501,6 +501,59 @@ async fn oci_versions_that_miss_the_pin_are_rejected() {
     assert_eq!(provider["digest"], pin, "v1 keeps serving");
     assert!(setup.fresh_ingress("after").await.starts_with("192.0.2."));
     setup.wait_event("ProviderRejected", "does not match the pin").await;
+}
+
+/// Releases `wasm` as [`push_signed`] does, stating `version` in the
+/// manifest (which the signature of the manifest's digest then signs).
+async fn push_signed_version(registry: &Registry, wasm: &[u8], version: &str, key: &SigningKey) -> String {
+    let options = registry.options();
+    let version = semver::Version::parse(version).unwrap();
+    let staging = registry.reference("providers/fake:staging");
+    push_version(wasm, &staging, Some(&version), &options).await.unwrap();
+    sign(&staging, key, &options).await.unwrap();
+    push_version(wasm, &registry.reference("providers/fake:stable"), Some(&version), &options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signed_oci_versions_cannot_be_rolled_back() {
+    let setup = Setup::start().await;
+    let registry = Registry::plain().unwrap();
+    let v2 = fake_with_pool("192.0.3.0/24");
+    push_signed_version(&registry, &v2, "2.0.0", &setup.key).await;
+    let public_key = setup.path("cosign.pub").display().to_string();
+    let reference = registry.reference("providers/fake:stable").to_string();
+    let flags = ["--registry-plain-http", "--provider-public-key", &public_key, "--provider-minimum-version", "1.0.0"];
+    let _process = setup.run(&reference, &flags).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v2));
+
+    // Whoever can write the tag moves it back to an older signed version.
+    let v1 = guest("provider-fake");
+    push_signed_version(&registry, &v1, "1.5.0", &setup.key).await;
+    let provider = rejected(&setup, "verify", 0.0).await;
+    let reason = provider["lastRejection"]["reason"].as_str().unwrap().to_owned();
+    assert_eq!(reason, "version 1.5.0 is older than 2.0.0, the version serving: a roll-back is refused");
+    assert_eq!(provider["digest"], sha256_digest(&v2), "2.0.0 keeps serving");
+    assert!(setup.fresh_ingress("after-roll-back").await.starts_with("192.0.3."));
+    setup.wait_event("ProviderRejected", "a roll-back is refused").await;
+
+    // Below the minimum, and without a version at all: refused by the source.
+    let old = fake_with_pool("192.0.5.0/24");
+    push_signed_version(&registry, &old, "0.9.0", &setup.key).await;
+    let provider = rejected(&setup, "verify", 1.0).await;
+    let reason = provider["lastRejection"]["reason"].as_str().unwrap();
+    assert_eq!(reason, "version 0.9.0 is older than 1.0.0, the oldest allowed: a roll-back is refused");
+    let unversioned = fake_with_pool("192.0.6.0/24");
+    push_signed(&registry, &unversioned, &setup.key).await;
+    let provider = rejected(&setup, "verify", 2.0).await;
+    let reason = provider["lastRejection"]["reason"].as_str().unwrap();
+    assert!(reason.contains("has no org.opencontainers.image.version annotation"), "{reason}");
+    assert_eq!(provider["digest"], sha256_digest(&v2), "2.0.0 still serves");
+
+    // A newer signed version is swapped in.
+    let v3 = fake_with_pool("192.0.7.0/24");
+    push_signed_version(&registry, &v3, "3.0.0", &setup.key).await;
+    setup.wait_provider("3.0.0", |provider| provider["digest"] == sha256_digest(&v3)).await;
+    no_failed_calls(&setup).await;
 }
 
 #[tokio::test]

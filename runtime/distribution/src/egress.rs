@@ -1,0 +1,200 @@
+//! Where a registry may send the client: token realms, redirects and the
+//! addresses names resolve to.
+//!
+//! A registry names other URLs the client then fetches: the token realm of
+//! its `WWW-Authenticate` challenge and the targets of its redirects. A
+//! hostile registry could point them at the host itself or at a cloud's
+//! metadata service. So loopback addresses (and unspecified ones, which
+//! reach it) and link-local ones (with the metadata addresses outside that
+//! range) are refused, whether a URL names them or a name resolves to them,
+//! unless the registry itself is on such an address: a registry on loopback
+//! may keep its token service on loopback too.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use reqwest::Url;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::redirect::{Attempt, Policy};
+
+/// The most redirects followed for one request, as reqwest's default.
+const MAX_REDIRECTS: usize = 10;
+
+/// Metadata services outside the link-local ranges: Alibaba Cloud, Azure's
+/// WireServer, and AWS's IPv6 instance metadata service.
+const METADATA: [IpAddr; 3] = [
+    IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
+    IpAddr::V4(Ipv4Addr::new(168, 63, 129, 16)),
+    IpAddr::V6(Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254)),
+];
+
+/// A kind of address a registry may not send the client to unless it is
+/// itself on one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Local {
+    /// `127.0.0.0/8`, `::1`, and the unspecified addresses.
+    Loopback,
+    /// `169.254.0.0/16`, `fe80::/10` and the metadata addresses.
+    LinkLocal,
+}
+
+impl Local {
+    /// The kind of `ip`, if it is loopback or link-local; IPv4-mapped IPv6
+    /// addresses count as their IPv4 address.
+    pub(crate) fn of(ip: IpAddr) -> Option<Local> {
+        let ip = ip.to_canonical();
+        let (loopback, link_local) = match ip {
+            IpAddr::V4(v4) => (v4.is_loopback() || v4.is_unspecified(), v4.is_link_local()),
+            IpAddr::V6(v6) => (v6.is_loopback() || v6.is_unspecified(), v6.segments()[0] & 0xffc0 == 0xfe80),
+        };
+        if loopback {
+            Some(Local::Loopback)
+        } else if link_local || METADATA.contains(&ip) {
+            Some(Local::LinkLocal)
+        } else {
+            None
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Local::Loopback => "a loopback address",
+            Local::LinkLocal => "a link-local or metadata address",
+        }
+    }
+}
+
+/// The addresses one registry's answers may lead to.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Egress {
+    /// The kinds of local address the registry itself is on.
+    allowed: Vec<Local>,
+}
+
+impl Egress {
+    /// The rules for a registry at `host` (a name or an IP address, without
+    /// the port): the kinds of local address it is on are allowed.
+    pub(crate) async fn for_registry(host: &str) -> Egress {
+        let addresses: Vec<IpAddr> = match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) if host.eq_ignore_ascii_case("localhost") => vec![IpAddr::V6(Ipv6Addr::LOCALHOST)],
+            // A name that does not resolve fails the first request instead.
+            Err(_) => tokio::net::lookup_host((host, 0))
+                .await
+                .map(|found| found.map(|a| a.ip()).collect())
+                .unwrap_or_default(),
+        };
+        let mut allowed: Vec<Local> = addresses.into_iter().filter_map(Local::of).collect();
+        allowed.dedup();
+        Egress { allowed }
+    }
+
+    /// Refuses `ip` when it is loopback or link-local and the registry is
+    /// not on such an address; the error says why.
+    pub(crate) fn check_ip(&self, ip: IpAddr) -> Result<(), String> {
+        match Local::of(ip) {
+            Some(local) if !self.allowed.contains(&local) => {
+                Err(format!("{ip} is {}, and the registry is not on one", local.describe()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the address a URL names, when it names one; names are checked
+    /// as they resolve.
+    pub(crate) fn check_url(&self, url: &Url) -> Result<(), String> {
+        match url.host() {
+            Some(url::Host::Ipv4(ip)) => self.check_ip(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => self.check_ip(IpAddr::V6(ip)),
+            Some(url::Host::Domain(_)) => Ok(()),
+            None => Err("the URL has no host".to_owned()),
+        }
+    }
+
+    /// The redirect policy: at most ten, each target checked.
+    pub(crate) fn redirects(self: &Arc<Self>) -> Policy {
+        let egress = Arc::clone(self);
+        Policy::custom(move |attempt: Attempt<'_>| {
+            let target = attempt.url().to_string();
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                let reason = format!("more than {MAX_REDIRECTS} redirects");
+                return attempt.error(Refusal { what: "a redirect to", target, reason });
+            }
+            match egress.check_url(attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(reason) => attempt.error(Refusal { what: "a redirect to", target, reason }),
+            }
+        })
+    }
+}
+
+/// A request the rules refused; found in a request error's sources.
+#[derive(Debug, thiserror::Error)]
+#[error("refused {what} {target}: {reason}")]
+pub(crate) struct Refusal {
+    /// "a redirect to", "a connection to".
+    pub(crate) what: &'static str,
+    /// The URL or name.
+    pub(crate) target: String,
+    /// Why.
+    pub(crate) reason: String,
+}
+
+/// Resolves names with the system's resolver and refuses those that
+/// resolve to an address the rules refuse.
+pub(crate) struct GuardedResolver(pub(crate) Arc<Egress>);
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let egress = Arc::clone(&self.0);
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addresses: Vec<_> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(reason) = addresses.iter().find_map(|address| egress.check_ip(address.ip()).err()) {
+                return Err(Box::new(Refusal { what: "a connection to", target: host, reason }) as _);
+            }
+            Ok(Box::new(addresses.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn loopback_link_local_and_metadata_addresses() {
+        for loopback in ["127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "::ffff:127.0.0.1"] {
+            assert_eq!(Local::of(ip(loopback)), Some(Local::Loopback), "{loopback}");
+        }
+        for link_local in
+            ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "168.63.129.16", "100.100.100.200"]
+        {
+            assert_eq!(Local::of(ip(link_local)), Some(Local::LinkLocal), "{link_local}");
+        }
+        for other in ["10.0.0.1", "192.168.1.1", "8.8.8.8", "2001:db8::1", "fd00::1"] {
+            assert_eq!(Local::of(ip(other)), None, "{other}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_registry_may_lead_only_where_it_is() {
+        let public = Egress::for_registry("203.0.113.7").await;
+        assert!(public.check_ip(ip("198.51.100.1")).is_ok());
+        let err = public.check_ip(ip("169.254.169.254")).unwrap_err();
+        assert_eq!(err, "169.254.169.254 is a link-local or metadata address, and the registry is not on one");
+        assert!(public.check_ip(ip("127.0.0.1")).is_err());
+        assert!(public.check_url(&"http://[::1]:5000/token".parse().unwrap()).is_err());
+        assert!(public.check_url(&"https://auth.example/token".parse().unwrap()).is_ok(), "names resolve later");
+
+        let loopback = Egress::for_registry("127.0.0.1").await;
+        assert!(loopback.check_ip(ip("127.0.0.1")).is_ok(), "a registry on loopback keeps its tokens there");
+        assert!(loopback.check_ip(ip("169.254.169.254")).is_err(), "but not the metadata service");
+        assert!(Egress::for_registry("[::1]").await.check_ip(ip("127.0.0.2")).is_ok());
+        assert!(Egress::for_registry("localhost").await.check_ip(ip("127.0.0.1")).is_ok());
+    }
+}
