@@ -19,6 +19,64 @@ pub fn binary() -> PathBuf {
     binary
 }
 
+/// What a run of the binary printed, and whether it succeeded.
+pub struct Run {
+    /// Whether it exited with success.
+    pub success: bool,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Runs `command` to its end.
+    ///
+    /// # Panics
+    /// When it cannot be started.
+    pub fn of(command: &mut Command) -> Run {
+        let output = command.env("RUST_LOG", "warn").output().expect("wasm-ccm runs");
+        Run {
+            success: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// The value of a `name  value` line of the output.
+    ///
+    /// # Panics
+    /// When there is none.
+    pub fn field(&self, name: &str) -> &str {
+        self.stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(name).filter(|rest| rest.starts_with(' ')))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {name} line in:\n{}", self.stdout))
+    }
+
+    /// The run, which succeeded.
+    ///
+    /// # Panics
+    /// When it failed.
+    pub fn ok(self) -> Run {
+        assert!(self.success, "wasm-ccm failed:\n{}\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    /// The error line of a failed run.
+    ///
+    /// # Panics
+    /// When it succeeded or printed no error line.
+    pub fn error(self) -> String {
+        assert!(!self.success, "wasm-ccm succeeded:\n{}", self.stdout);
+        let line = self.stderr.lines().find(|line| line.starts_with("error: ")).unwrap_or_else(|| {
+            panic!("no error line in:\n{}", self.stderr);
+        });
+        line.to_owned()
+    }
+}
+
 /// A free port on loopback.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a free port").port()

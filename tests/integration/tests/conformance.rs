@@ -9,53 +9,34 @@ use std::process::Command;
 use serde_json::{Value, json};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::moto::{Moto, REGION};
-use wasm_ccm_tests::process::binary;
+use wasm_ccm_tests::process::{Run, binary};
 use wasm_ccm_tests::registry::{Registry, Settings};
 use wasm_ccm_tests::repository;
 
-/// What a run printed, and whether it succeeded.
-struct Run {
-    success: bool,
-    stdout: String,
-    stderr: String,
+/// The result and reason of each check the run printed, by name:
+/// `("name", "pass", "")`.
+fn results(run: &Run) -> Vec<(String, String, String)> {
+    let mut results: Vec<(String, String, String)> = Vec::new();
+    for line in run.stdout.lines().skip(1).take_while(|line| !line.is_empty()) {
+        if let Some(reason) = line.strip_prefix("    ") {
+            results.last_mut().expect("a check before its reason").2 = reason.to_owned();
+        } else {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            results.push((fields[0].to_owned(), fields[1].to_owned(), String::new()));
+        }
+    }
+    results
 }
 
-impl Run {
-    /// The result and reason of each check, by name: `("pass", "")`.
-    fn results(&self) -> Vec<(String, String, String)> {
-        let mut results: Vec<(String, String, String)> = Vec::new();
-        for line in self.stdout.lines().skip(1).take_while(|line| !line.is_empty()) {
-            if let Some(reason) = line.strip_prefix("    ") {
-                results.last_mut().expect("a check before its reason").2 = reason.to_owned();
-            } else {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                results.push((fields[0].to_owned(), fields[1].to_owned(), String::new()));
-            }
-        }
-        results
-    }
-
-    /// Every check passed or was skipped, and the command succeeded.
-    fn assert_conformant(&self) {
-        let failed: Vec<_> = self.results().into_iter().filter(|(_, result, _)| result == "FAIL").collect();
-        assert!(failed.is_empty() && self.success, "{}\n{}", self.stdout, self.stderr);
-    }
+/// Every check passed or was skipped, and the command succeeded.
+fn assert_conformant(run: &Run) {
+    let failed: Vec<_> = results(run).into_iter().filter(|(_, result, _)| result == "FAIL").collect();
+    assert!(failed.is_empty() && run.success, "{}\n{}", run.stdout, run.stderr);
 }
 
 /// Runs `wasm-ccm provider conformance` with `args`, in `dir`.
 fn conformance(dir: &Path, args: &[&str]) -> Run {
-    let output = Command::new(binary())
-        .current_dir(dir)
-        .args(["provider", "conformance"])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("wasm-ccm runs");
-    Run {
-        success: output.status.success(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(Command::new(binary()).current_dir(dir).args(["provider", "conformance"]).args(args))
 }
 
 fn wasm(crate_name: &str) -> String {
@@ -99,8 +80,8 @@ async fn the_fake_provider_conforms() {
     let args = ["--fixture", "fixture.json", "--cloud-config", "config.json", "--provider-allow", &cloud.url()];
 
     let run = conformance(dir.path(), &[&[fake.as_str()][..], &args].concat());
-    run.assert_conformant();
-    let results = run.results();
+    assert_conformant(&run);
+    let results = results(&run);
     let names: Vec<&str> = results.iter().map(|(name, _, _)| name.as_str()).collect();
     for expected in [
         "provider/name",
@@ -184,8 +165,8 @@ async fn the_aws_provider_conforms_against_moto() {
             &moto.url(),
         ],
     );
-    run.assert_conformant();
-    let results = run.results();
+    assert_conformant(&run);
+    let results = results(&run);
     for check in ["load-balancer/shop/web/survives-reload", "instances-v2/unknown-node/exists", "routes/gone"] {
         assert!(results.iter().any(|(name, result, _)| name == check && result == "pass"), "{}", run.stdout);
     }
@@ -207,8 +188,7 @@ async fn a_provider_that_breaks_the_contract_fails_with_reasons() {
 
     let run = conformance(dir.path(), &[&target, "--plain-http", "--fixture", "fixture.json"]);
     assert!(!run.success, "{}", run.stdout);
-    let failures: Vec<(String, String)> = run
-        .results()
+    let failures: Vec<(String, String)> = results(&run)
         .into_iter()
         .filter(|(_, result, _)| result == "FAIL")
         .map(|(name, _, reason)| (name, reason))
@@ -239,7 +219,7 @@ async fn a_provider_that_breaks_the_contract_fails_with_reasons() {
     let summary = run.stdout.lines().last().unwrap();
     assert!(summary.starts_with(&format!("sloppy of {target}@sha256:")), "{summary}");
     assert!(
-        run.stderr.contains(&format!("error: {} of {} conformance checks failed", failures.len(), run.results().len())),
+        run.stderr.contains(&format!("error: {} of {} conformance checks failed", failures.len(), results(&run).len())),
         "{}",
         run.stderr
     );

@@ -5,54 +5,11 @@ use std::process::Command;
 
 use wasm_ccm_distribution::{SigningKey, Verification, pull, resolve, sha256_digest, sign_bytes};
 use wasm_ccm_tests::guest;
-use wasm_ccm_tests::process::binary;
+use wasm_ccm_tests::process::{Run, binary};
 use wasm_ccm_tests::registry::{Registry, Settings, docker_config};
 
-/// What a run of the binary printed, and whether it succeeded.
-struct Run {
-    success: bool,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// The value of a `name  value` line of the output.
-    fn field(&self, name: &str) -> &str {
-        self.stdout
-            .lines()
-            .find_map(|line| line.strip_prefix(name).filter(|rest| rest.starts_with(' ')))
-            .map(str::trim)
-            .unwrap_or_else(|| panic!("no {name} line in:\n{}", self.stdout))
-    }
-
-    fn ok(self) -> Run {
-        assert!(self.success, "wasm-ccm failed:\n{}\n{}", self.stdout, self.stderr);
-        self
-    }
-
-    /// The error line of a failed run.
-    fn error(self) -> String {
-        assert!(!self.success, "wasm-ccm succeeded:\n{}", self.stdout);
-        let line = self.stderr.lines().find(|line| line.starts_with("error: ")).unwrap_or_else(|| {
-            panic!("no error line in:\n{}", self.stderr);
-        });
-        line.to_owned()
-    }
-}
-
 fn wasm_ccm(args: &[&str]) -> Run {
-    let output = Command::new(binary())
-        .args(["provider"])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .env_remove("COSIGN_PASSWORD")
-        .output()
-        .expect("wasm-ccm runs");
-    Run {
-        success: output.status.success(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(Command::new(binary()).args(["provider"]).args(args).env_remove("COSIGN_PASSWORD"))
 }
 
 fn start(settings: Settings) -> Registry {
