@@ -35,6 +35,7 @@ mod nodes;
 mod route;
 pub mod runner;
 mod service;
+mod serves;
 mod taints;
 mod workqueue;
 
@@ -47,4 +48,5 @@ pub use events::{EventType, Events};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerManager, ManagerError, Plan, Readiness};
 pub use metrics::Metrics;
+pub use serves::Serves;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

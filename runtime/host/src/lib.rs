@@ -34,6 +34,6 @@ pub use engine::{Allocation, Engine, EngineSettings};
 pub use error::{LoadError, ProviderError};
 pub use handle::ProviderHandle;
 pub use http::allowlist::AllowList;
-pub use limits::Limits;
+pub use limits::{Limits, Rate};
 pub use metrics::ProviderMetrics;
 pub use provider::{LoadedProvider, ProviderSpec};

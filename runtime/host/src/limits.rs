@@ -1,12 +1,23 @@
 //! What one provider may use: time per call, memory per instance, calls at
-//! once, HTTP body sizes.
+//! once and per second, HTTP requests per second, HTTP body sizes.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
 
+/// A rate limit: `per_second` on average, and up to `burst` at once after
+/// a quiet spell (a token bucket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Tokens added per second.
+    pub per_second: NonZeroU32,
+    /// The bucket's size.
+    pub burst: NonZeroU32,
+}
+
 /// A provider's limits.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// How long one call may take, host calls included.
     pub deadline: Duration,
@@ -18,6 +29,12 @@ pub struct Limits {
     pub http_request_body: usize,
     /// The largest HTTP response body a provider may receive, in bytes.
     pub http_response_body: usize,
+    /// Calls started per second; more wait their turn. `None`: no limit.
+    pub calls: Option<Rate>,
+    /// Outbound HTTP requests per second, to keep within the cloud API's
+    /// quota; a request over it waits, within its call's deadline. `None`:
+    /// no limit.
+    pub http_requests: Option<Rate>,
 }
 
 impl Default for Limits {
@@ -28,6 +45,8 @@ impl Default for Limits {
             concurrency: 64,
             http_request_body: 1 << 20,
             http_response_body: 16 << 20,
+            calls: None,
+            http_requests: None,
         }
     }
 }
