@@ -60,6 +60,7 @@ struct EventKey {
     type_: EventType,
     reason: String,
     note: String,
+    provider: Option<Arc<str>>,
 }
 
 /// An event already written, and how often it happened.
@@ -76,6 +77,7 @@ pub struct Pending {
     type_: EventType,
     reason: String,
     note: String,
+    provider: Option<Arc<str>>,
 }
 
 /// The events written within the series window, forgotten a minute at a
@@ -124,6 +126,7 @@ impl Writer {
             type_: pending.type_,
             reason: pending.reason.clone(),
             note: pending.note.clone(),
+            provider: pending.provider.clone(),
         };
         let now = Timestamp::now();
         let repeat = self.written.lock().expect("event cache poisoned").repeat(&key);
@@ -149,7 +152,10 @@ impl Writer {
             event_time: Some(MicroTime(now)),
             regarding: Some(pending.reference),
             reporting_controller: Some(self.controller.clone()),
-            reporting_instance: Some(self.instance.clone()),
+            reporting_instance: Some(match &pending.provider {
+                Some(provider) => format!("{}/{provider}", self.instance),
+                None => self.instance.clone(),
+            }),
             ..K8sEvent::default()
         };
         let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
@@ -161,9 +167,14 @@ impl Writer {
 }
 
 /// Writes events in the background; clones share the writer.
+///
+/// Events of work done with one provider, from
+/// [`Events::for_provider`], name it after the replica in their
+/// `reportingInstance`: `<replica>/<provider>`.
 #[derive(Clone)]
 pub struct Events {
     queue: mpsc::Sender<Pending>,
+    provider: Option<Arc<str>>,
 }
 
 impl Events {
@@ -189,12 +200,17 @@ impl Events {
                 })
                 .await;
         });
-        Events { queue }
+        Events { queue, provider: None }
+    }
+
+    /// The same writer, for events of work done with the provider `name`.
+    pub fn for_provider(&self, name: &str) -> Events {
+        Events { queue: self.queue.clone(), provider: Some(Arc::from(name)) }
     }
 
     /// Records an event about `reference`.
     pub fn publish(&self, reference: ObjectReference, type_: EventType, reason: &str, note: String) {
-        let pending = Pending { reference, type_, reason: reason.to_owned(), note };
+        let pending = Pending { reference, type_, reason: reason.to_owned(), note, provider: self.provider.clone() };
         if self.queue.try_send(pending).is_err() {
             tracing::debug!(reason, "event backlog full, dropping an event");
         }
@@ -221,7 +237,7 @@ impl Events {
     /// Events kept for a test to read rather than written.
     pub fn recorder() -> (Self, mpsc::Receiver<Pending>) {
         let (queue, pending) = mpsc::channel::<Pending>(BACKLOG);
-        (Events { queue }, pending)
+        (Events { queue, provider: None }, pending)
     }
 
     /// The events `pending` has received so far.
@@ -253,6 +269,7 @@ mod tests {
             type_: EventType::Warning,
             reason: "SyncLoadBalancerFailed".into(),
             note: note.into(),
+            provider: None,
         }
     }
 

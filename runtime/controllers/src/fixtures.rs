@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service,
-    ServicePort, ServiceSpec, ServiceStatus, Taint,
+    ServicePort, ServiceSpec, Taint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, PostParams};
@@ -25,6 +25,8 @@ use crate::context::Context;
 use crate::events::{Events, Pending, Recorded};
 use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
+use crate::serves::Serves;
+use crate::service::claim::{Claim, Roster};
 use crate::service::rules::LOAD_BALANCER_FINALIZER;
 
 /// An instance of the [`TestCloud`].
@@ -310,8 +312,8 @@ pub trait ServiceFixture: Sized {
     fn with_finalizer(self) -> Self;
     /// Of another type.
     fn with_type(self, type_: &str) -> Self;
-    /// With an ingress IP in its status.
-    fn with_ingress(self, ip: &str) -> Self;
+    /// Of a load balancer class.
+    fn with_class(self, class: &str) -> Self;
 }
 
 impl ServiceFixture for Service {
@@ -337,10 +339,8 @@ impl ServiceFixture for Service {
         self
     }
 
-    fn with_ingress(mut self, ip: &str) -> Self {
-        let ingress = LoadBalancerIngress { ip: Some(ip.to_owned()), ..Default::default() };
-        let status = LoadBalancerStatus { ingress: Some(vec![ingress]) };
-        self.status = Some(ServiceStatus { load_balancer: Some(status), ..Default::default() });
+    fn with_class(mut self, class: &str) -> Self {
+        self.spec.get_or_insert_default().load_balancer_class = Some(class.to_owned());
         self
     }
 }
@@ -481,6 +481,14 @@ impl TestEnv {
             events,
             recorded,
         }
+    }
+
+    /// The service controller's claim for the cloud, provider `test`, the
+    /// only one, serving everything.
+    pub fn claim(&self) -> Claim {
+        let roster = Roster::default();
+        roster.set(BTreeMap::from([(Arc::from("test"), Serves::everything())]));
+        Claim::new(Arc::from("test"), roster)
     }
 
     /// The context a controller gets.

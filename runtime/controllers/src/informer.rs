@@ -27,6 +27,16 @@ pub enum Change<K> {
     Resynced,
 }
 
+impl<K> Clone for Change<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Change::Applied(object) => Change::Applied(object.clone()),
+            Change::Deleted(object) => Change::Deleted(object.clone()),
+            Change::Resynced => Change::Resynced,
+        }
+    }
+}
+
 /// Watches `api` until `stop`, keeping the returned store up to date and
 /// calling `on_change` with every change after the store has applied it.
 /// The watch restarts with backoff after errors, a dropped stream or an

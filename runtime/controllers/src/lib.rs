@@ -34,8 +34,8 @@ mod node;
 mod nodes;
 mod route;
 pub mod runner;
-mod service;
 mod serves;
+mod service;
 mod taints;
 mod workqueue;
 
@@ -46,7 +46,7 @@ pub use config::{ControllerName, Settings, enabled_controllers, names_route};
 pub use error::Error;
 pub use events::{EventType, Events};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
-pub use manager::{ControllerManager, ManagerError, Plan, Readiness};
+pub use manager::{ControllerManager, ManagerError, Member, Members, Plan, Readiness};
 pub use metrics::Metrics;
 pub use serves::Serves;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

@@ -2,14 +2,20 @@
 //! one for Services, whose changes go to every controller that cares. A
 //! controller that stops on its own stops them all with an error, as
 //! upstream's process crashes.
+//!
+//! The providers can be several, each serving what [`Serves`] says: the
+//! service controller runs a lane per provider serving load balancers,
+//! started and stopped as providers come and go; the node controllers and
+//! the route controller each call the one provider serving them at start.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +31,8 @@ use crate::node::CloudNodeController;
 use crate::nodes::NodeCache;
 use crate::route::RouteController;
 use crate::runner::Stopped;
-use crate::service::ServiceController;
+use crate::serves::Serves;
+use crate::service::lanes::ServiceLanes;
 
 /// Why the controllers cannot start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -82,19 +89,60 @@ fn check_cluster_cidrs(cidrs: &[IpNet]) -> Result<(), ManagerError> {
     }
 }
 
+/// One provider the controllers call, and what it serves.
+#[derive(Debug, Clone)]
+pub struct Member<C> {
+    /// The provider.
+    pub cloud: C,
+    /// What it serves.
+    pub serves: Serves,
+}
+
+/// The providers by the names their metrics, events and load balancer
+/// annotations carry. A provider keeps its cloud for as long as its name
+/// is in the set: a new cloud under a name already running is not picked
+/// up, so a provider is re-configured inside its cloud (see
+/// [`ProviderHandle::swap`](wasm_ccm_host::ProviderHandle::swap)).
+pub type Members<C> = BTreeMap<Arc<str>, Member<C>>;
+
 /// Runs the cloud controllers.
 pub struct ControllerManager<C: Cloud> {
     clients: Clients,
-    cloud: C,
+    providers: watch::Receiver<Members<C>>,
     settings: Arc<Settings>,
     metrics: Metrics,
 }
 
 impl<C: Cloud> ControllerManager<C> {
-    /// A manager for the controllers `settings` enables, calling `cloud`,
-    /// each controller acting with its client of `clients`.
+    /// A manager for the controllers `settings` enables, calling `cloud`
+    /// for everything under its own name, each controller acting with its
+    /// client of `clients`.
     pub fn new(clients: impl Into<Clients>, cloud: C, settings: Settings, metrics: Metrics) -> Self {
-        ControllerManager { clients: clients.into(), cloud, settings: Arc::new(settings), metrics }
+        let name = Arc::from(cloud.provider_name());
+        let (_, providers) = watch::channel(BTreeMap::from([(name, Member { cloud, serves: Serves::everything() })]));
+        Self::with_providers(clients, providers, settings, metrics)
+    }
+
+    /// A manager calling the providers `providers` holds, following its
+    /// changes: load balancer lanes start and stop as providers come and
+    /// go. The node and route controllers call the providers serving them
+    /// when the manager starts.
+    pub fn with_providers(
+        clients: impl Into<Clients>,
+        providers: watch::Receiver<Members<C>>,
+        settings: Settings,
+        metrics: Metrics,
+    ) -> Self {
+        ControllerManager { clients: clients.into(), providers, settings: Arc::new(settings), metrics }
+    }
+
+    /// The provider serving what `serves` picks, by name.
+    fn serving(&self, serves: impl Fn(&Serves) -> bool) -> Option<(Arc<str>, C)> {
+        let members = self.providers.borrow();
+        members
+            .iter()
+            .find(|(_, member)| serves(&member.serves))
+            .map(|(name, member)| (name.clone(), member.cloud.clone()))
     }
 
     /// The controllers that will run, those enabled whose provider part is
@@ -104,15 +152,25 @@ impl<C: Cloud> ControllerManager<C> {
     /// When an enabled controller lacks a setting it needs, or has a bad
     /// one.
     pub fn plan(&self) -> Result<Plan, ManagerError> {
-        let parts = self.cloud.parts();
+        let load_balancers = self
+            .providers
+            .borrow()
+            .values()
+            .any(|member| member.serves.load_balancers() && member.cloud.parts().load_balancer);
+        let nodes = self.serving(|serves| serves.nodes).map(|(_, cloud)| cloud.parts());
+        let routes = self.serving(|serves| serves.routes).map(|(_, cloud)| cloud.parts());
         let mut plan = Plan::default();
         for controller in self.settings.controllers.iter().copied() {
             let supported = match controller {
-                ControllerName::Service => parts.load_balancer,
-                ControllerName::CloudNode | ControllerName::CloudNodeLifecycle => parts.instances_v2 || parts.instances,
-                ControllerName::Route => parts.routes,
+                ControllerName::Service => Some(load_balancers),
+                ControllerName::CloudNode | ControllerName::CloudNodeLifecycle => {
+                    nodes.map(|parts| parts.instances_v2 || parts.instances)
+                }
+                ControllerName::Route => routes.map(|parts| parts.routes),
             };
-            let skipped = if !supported {
+            let skipped = if supported.is_none() {
+                Some("no provider serves it")
+            } else if supported == Some(false) {
                 Some("the provider does not support it")
             } else if controller == ControllerName::Route && !self.settings.configure_cloud_routes {
                 Some("--configure-cloud-routes=false")
@@ -136,20 +194,25 @@ impl<C: Cloud> ControllerManager<C> {
     }
 
     /// A controller's context: its own client (until `stop`), its events
-    /// reported under upstream's component name.
+    /// reported under upstream's component name, and the provider serving
+    /// what `serves` picks, whose name its events and metrics carry.
     async fn context(
         &self,
         nodes: &NodeCache,
         controller: ControllerName,
         stop: &CancellationToken,
+        serves: impl Fn(&Serves) -> bool,
     ) -> Result<Context<C>, ManagerError> {
+        let (provider, cloud) = self
+            .serving(serves)
+            .ok_or(Stopped { controller: controller.as_str(), reason: "no provider serves it".to_owned() })?;
         let client = self.clients.controller(controller.upstream_name(), stop.clone()).await?;
         Ok(Context {
-            events: Events::new(client.clone(), controller.event_component()),
+            events: Events::new(client.clone(), controller.event_component()).for_provider(&provider),
             client,
-            cloud: self.cloud.clone(),
+            cloud,
             nodes: nodes.clone(),
-            metrics: self.metrics.clone(),
+            metrics: self.metrics.for_provider(&provider),
             settings: self.settings.clone(),
         })
     }
@@ -182,19 +245,23 @@ impl<C: Cloud> ControllerManager<C> {
                 let _ = service_changes.send(change);
             });
             tasks.spawn(watch);
-            let context = self.context(&nodes, ControllerName::Service, &stop).await?;
-            Some((store.clone(), service_updates, ServiceController::new(context, store)))
+            let context = self.context(&nodes, ControllerName::Service, &stop, Serves::load_balancers).await?;
+            let members = self.providers.borrow().clone();
+            Some((store.clone(), service_updates, ServiceLanes::new(context, store, &members)))
         } else {
             None
         };
         let cloud_node = match is_active(ControllerName::CloudNode) {
-            true => Some(CloudNodeController::new(self.context(&nodes, ControllerName::CloudNode, &stop).await?)),
+            true => {
+                let context = self.context(&nodes, ControllerName::CloudNode, &stop, |serves| serves.nodes).await?;
+                Some(CloudNodeController::new(context))
+            }
             false => None,
         };
 
         {
             let nodes = nodes.clone();
-            let service_triggers = services.as_ref().map(|(_, _, controller)| controller.triggers());
+            let service_triggers = services.as_ref().map(|(_, _, lanes)| lanes.triggers());
             let node_triggers = cloud_node.as_ref().map(CloudNodeController::triggers);
             tasks.spawn(async move {
                 while let Some(change) = node_updates.recv().await {
@@ -208,15 +275,15 @@ impl<C: Cloud> ControllerManager<C> {
                 }
             });
         }
-        let (service_store, service_controller) = match services {
-            Some((store, mut updates, controller)) => {
-                let triggers = controller.triggers();
+        let (service_store, service_lanes) = match services {
+            Some((store, mut updates, lanes)) => {
+                let triggers = lanes.triggers();
                 tasks.spawn(async move {
                     while let Some(change) = updates.recv().await {
-                        triggers.observe(change);
+                        triggers.observe(&change);
                     }
                 });
-                (Some(store), Some(controller))
+                (Some(store), Some(lanes))
             }
             None => (None, None),
         };
@@ -237,18 +304,19 @@ impl<C: Cloud> ControllerManager<C> {
         // Stopped by `stop`, or by one of them ending on its own.
         let working = stop.child_token();
         let mut controllers = JoinSet::new();
-        if let Some(controller) = service_controller {
-            controllers.spawn(controller.run(working.clone()));
+        if let Some(lanes) = service_lanes {
+            controllers.spawn(lanes.run(self.providers.clone(), working.clone()));
         }
         if let Some(controller) = cloud_node {
             controllers.spawn(controller.run(working.clone()));
         }
         if is_active(ControllerName::CloudNodeLifecycle) {
-            let context = self.context(&nodes, ControllerName::CloudNodeLifecycle, &stop).await?;
+            let context =
+                self.context(&nodes, ControllerName::CloudNodeLifecycle, &stop, |serves| serves.nodes).await?;
             controllers.spawn(NodeLifecycleController::new(context).run(working.clone()));
         }
         if is_active(ControllerName::Route) {
-            let context = self.context(&nodes, ControllerName::Route, &stop).await?;
+            let context = self.context(&nodes, ControllerName::Route, &stop, |serves| serves.routes).await?;
             controllers.spawn(RouteController::new(context).run(working.clone()));
         }
         for controller in &active {
@@ -313,5 +381,142 @@ mod tests {
         assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16", "fd00::/56"])).is_ok());
         assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16", "10.245.0.0/16"])).is_err());
         assert!(check_cluster_cidrs(&parse(&["10.244.0.0/16", "fd00::/56", "fd01::/56"])).is_err());
+    }
+}
+
+#[cfg(test)]
+mod lanes_tests {
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    use k8s_openapi::api::events::v1::Event;
+    use kube::api::{ListParams, PostParams};
+    use wasm_ccm_apiserver::ApiServer;
+
+    use super::*;
+    use crate::fixtures::{ServiceFixture, TestCloud};
+
+    fn member(cloud: &TestCloud, classes: &[&str], default: bool) -> Member<TestCloud> {
+        let load_balancer_classes: BTreeSet<String> = classes.iter().map(|class| (*class).to_owned()).collect();
+        let serves = Serves { load_balancer_classes, default_load_balancer: default, nodes: default, routes: false };
+        Member { cloud: cloud.clone(), serves }
+    }
+
+    async fn until(what: &str, check: impl Fn() -> bool) {
+        for _ in 0..200 {
+            if check() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    #[tokio::test]
+    async fn each_provider_serves_its_classes_and_a_removed_one_keeps_its_load_balancers() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        let services = Api::<Service>::namespaced(client.clone(), "default");
+        for service in [
+            Service::test("web"),
+            Service::test("web-a").with_class("example.com/a"),
+            Service::test("web-b").with_class("example.com/b"),
+            Service::test("web-other").with_class("example.com/other"),
+        ] {
+            services.create(&PostParams::default(), &service).await.unwrap();
+        }
+        let (a, b, c) = (TestCloud::default(), TestCloud::default(), TestCloud::default());
+        let (providers, watched) = watch::channel(Members::from([
+            (Arc::from("a"), member(&a, &["example.com/a"], true)),
+            (Arc::from("b"), member(&b, &["example.com/b"], false)),
+        ]));
+        let manager =
+            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
+        let stop = CancellationToken::new();
+        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+
+        until("a's and b's load balancers", || {
+            a.load_balancer("default/web").is_some()
+                && a.load_balancer("default/web-a").is_some()
+                && b.load_balancer("default/web-b").is_some()
+        })
+        .await;
+        assert_eq!(a.load_balancer("default/web-b"), None);
+        assert_eq!(b.load_balancer("default/web-a"), None);
+        assert!(a.load_balancer("default/web-other").is_none() && b.load_balancer("default/web-other").is_none());
+        let web_b = services.get("web-b").await.unwrap();
+        assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::claim::PROVIDER_ANNOTATION], "b");
+
+        // b leaves: its load balancer stays, its Service is warned about.
+        providers.send_modify(|members| {
+            members.remove("b");
+        });
+        let events = Api::<Event>::namespaced(client.clone(), "default");
+        let warned = || async {
+            let events = events.list(&ListParams::default()).await.unwrap().items;
+            events.iter().any(|event| {
+                event.reason.as_deref() == Some("LoadBalancerProviderNotConfigured")
+                    && event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web-b")
+            })
+        };
+        for _ in 0..100 {
+            if warned().await {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(warned().await, "a warning names the missing provider");
+        assert!(b.load_balancer("default/web-b").is_some(), "nothing is deleted");
+        assert!(!b.take_calls().iter().any(|call| call.starts_with("delete")));
+
+        // c serves the class now: it takes the Service over.
+        providers.send_modify(|members| {
+            members.insert(Arc::from("c"), member(&c, &["example.com/b"], false));
+        });
+        until("c's load balancer", || c.load_balancer("default/web-b").is_some()).await;
+        let web_b = services.get("web-b").await.unwrap();
+        assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::claim::PROVIDER_ANNOTATION], "c");
+
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_service_moved_to_another_class_is_deleted_by_the_old_provider_then_ensured_by_the_new() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        let services = Api::<Service>::namespaced(client.clone(), "default");
+        services.create(&PostParams::default(), &Service::test("web").with_class("example.com/a")).await.unwrap();
+        let (a, b) = (TestCloud::default(), TestCloud::default());
+        let (_providers, watched) = watch::channel(Members::from([
+            (Arc::from("a"), member(&a, &["example.com/a"], true)),
+            (Arc::from("b"), member(&b, &["example.com/b"], false)),
+        ]));
+        let manager =
+            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
+        let stop = CancellationToken::new();
+        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+        until("a's load balancer", || a.load_balancer("default/web").is_some()).await;
+
+        // The class is immutable: through ClusterIP, as a user must.
+        for (type_, class) in [("ClusterIP", None), ("LoadBalancer", Some("example.com/b"))] {
+            loop {
+                let mut service = services.get("web").await.unwrap();
+                let spec = service.spec.as_mut().unwrap();
+                spec.type_ = Some(type_.into());
+                spec.load_balancer_class = class.map(str::to_owned);
+                match services.replace("web", &PostParams::default(), &service).await {
+                    Err(kube::Error::Api(status)) if status.code == 409 => continue,
+                    replaced => break replaced.map(drop).unwrap(),
+                }
+            }
+        }
+        until("the move", || a.load_balancer("default/web").is_none() && b.load_balancer("default/web").is_some())
+            .await;
+        let calls = a.take_calls();
+        assert!(calls.iter().any(|call| call == "delete default/web"), "{calls:?}");
+
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();
     }
 }

@@ -15,6 +15,15 @@ use prometheus_client::registry::Registry;
 pub struct QueueLabels {
     /// The queue's name.
     pub name: String,
+    /// The provider its keys are reconciled with.
+    pub provider: String,
+}
+
+/// Labels of a metric of one provider's work.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProviderLabels {
+    /// The provider.
+    pub provider: String,
 }
 
 /// Labels of `running_managed_controllers`.
@@ -34,6 +43,8 @@ pub struct ErrorLabels {
     /// The error's kind: the provider's (`cloud`, `deadline`...), `api` or
     /// `unreachable`.
     pub kind: String,
+    /// The provider the controller reconciled with.
+    pub provider: String,
 }
 
 /// Labels of `leader_election_master_status`.
@@ -59,12 +70,12 @@ fn node_delay_histogram() -> Histogram {
 }
 
 struct Families {
-    loadbalancer_sync: Counter,
-    nodesync_latency: Histogram,
-    nodesync_errors: Counter,
-    update_host_latency: Histogram,
-    taint_removal_delay: Histogram,
-    initial_node_sync_delay: Histogram,
+    loadbalancer_sync: Family<ProviderLabels, Counter>,
+    nodesync_latency: Family<ProviderLabels, Histogram>,
+    nodesync_errors: Family<ProviderLabels, Counter>,
+    update_host_latency: Family<ProviderLabels, Histogram>,
+    taint_removal_delay: Family<ProviderLabels, Histogram>,
+    initial_node_sync_delay: Family<ProviderLabels, Histogram>,
     running_controllers: Family<ControllerLabels, Gauge>,
     reconcile_errors: Family<ErrorLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
@@ -75,22 +86,24 @@ struct Families {
     queue_retries: Family<QueueLabels, Counter>,
 }
 
-/// The controllers' metrics; clones share them.
+/// The controllers' metrics; clones share them. Each clone records its
+/// work as one provider's: see [`Metrics::for_provider`].
 #[derive(Clone)]
 pub struct Metrics {
     families: Arc<Families>,
+    provider: Arc<str>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             families: Arc::new(Families {
-                loadbalancer_sync: Counter::default(),
-                nodesync_latency: node_sync_histogram(),
-                nodesync_errors: Counter::default(),
-                update_host_latency: node_sync_histogram(),
-                taint_removal_delay: node_delay_histogram(),
-                initial_node_sync_delay: node_delay_histogram(),
+                loadbalancer_sync: Family::default(),
+                nodesync_latency: Family::new_with_constructor(node_sync_histogram),
+                nodesync_errors: Family::default(),
+                update_host_latency: Family::new_with_constructor(node_sync_histogram),
+                taint_removal_delay: Family::new_with_constructor(node_delay_histogram),
+                initial_node_sync_delay: Family::new_with_constructor(node_delay_histogram),
                 running_controllers: Family::default(),
                 reconcile_errors: Family::default(),
                 leader: Family::default(),
@@ -100,6 +113,7 @@ impl Default for Metrics {
                 work_duration: Family::new_with_constructor(latency_histogram),
                 queue_retries: Family::default(),
             }),
+            provider: Arc::from(""),
         }
     }
 }
@@ -182,9 +196,18 @@ impl Metrics {
         queue.register("retries", "Keys requeued after a failure", families.queue_retries.clone());
     }
 
+    /// The same metrics, recording work done with the provider `name`.
+    pub fn for_provider(&self, name: &str) -> Metrics {
+        Metrics { families: self.families.clone(), provider: Arc::from(name) }
+    }
+
+    fn provider(&self) -> ProviderLabels {
+        ProviderLabels { provider: self.provider.to_string() }
+    }
+
     /// The metrics of the work queue `name`.
     pub fn queue(&self, name: &str) -> QueueMetrics {
-        let labels = QueueLabels { name: name.to_owned() };
+        let labels = QueueLabels { name: name.to_owned(), provider: self.provider.to_string() };
         let families = &self.families;
         QueueMetrics {
             depth: families.queue_depth.get_or_create(&labels).clone(),
@@ -197,35 +220,39 @@ impl Metrics {
 
     /// Counts a load balancer configured.
     pub fn load_balancer_synced(&self) {
-        self.families.loadbalancer_sync.inc();
+        self.families.loadbalancer_sync.get_or_create(&self.provider()).inc();
     }
 
     /// Records a node sync that took `seconds`, and whether it failed.
     pub fn node_sync(&self, seconds: f64, failed: bool) {
-        self.families.nodesync_latency.observe(seconds);
+        self.families.nodesync_latency.get_or_create(&self.provider()).observe(seconds);
         if failed {
-            self.families.nodesync_errors.inc();
+            self.families.nodesync_errors.get_or_create(&self.provider()).inc();
         }
     }
 
     /// Records one load balancer's host update taking `seconds`.
     pub fn host_update(&self, seconds: f64) {
-        self.families.update_host_latency.observe(seconds);
+        self.families.update_host_latency.get_or_create(&self.provider()).observe(seconds);
     }
 
     /// Records a node's first sync `seconds` after its creation.
     pub fn initial_node_sync(&self, seconds: f64) {
-        self.families.initial_node_sync_delay.observe(seconds);
+        self.families.initial_node_sync_delay.get_or_create(&self.provider()).observe(seconds);
     }
 
     /// Records a cloud taint removed `seconds` after the node's creation.
     pub fn taint_removed(&self, seconds: f64) {
-        self.families.taint_removal_delay.observe(seconds);
+        self.families.taint_removal_delay.get_or_create(&self.provider()).observe(seconds);
     }
 
     /// Counts a failed reconcile of `controller`.
     pub fn reconcile_error(&self, controller: &str, kind: &str) {
-        let labels = ErrorLabels { controller: controller.to_owned(), kind: kind.to_owned() };
+        let labels = ErrorLabels {
+            controller: controller.to_owned(),
+            kind: kind.to_owned(),
+            provider: self.provider.to_string(),
+        };
         self.families.reconcile_errors.get_or_create(&labels).inc();
     }
 

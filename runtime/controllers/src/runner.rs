@@ -268,7 +268,10 @@ mod tests {
         ]);
         let metrics = run(script, 3, |script| script.calls.lock().unwrap().len()).await;
         assert!(started.elapsed() >= Duration::from_secs(15), "5 s, then 10 s: {:?}", started.elapsed());
-        assert!(metrics_text(&metrics).contains(r#"reconcile_errors_total{controller="scripted",kind="cloud"} 2"#));
+        assert!(
+            metrics_text(&metrics)
+                .contains(r#"reconcile_errors_total{controller="scripted",kind="cloud",provider=""} 2"#)
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,7 +11,7 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
 use super::ServiceKey;
-use super::rules::{sync_digest, wants_load_balancer};
+use super::rules::sync_digest;
 use crate::locks::KeyLocks;
 use crate::nodes::Fingerprint;
 
@@ -24,6 +24,8 @@ struct Remembered {
     /// The copy last reconciled, whose load balancer is deleted should the
     /// Service vanish or come back with another UID.
     last: Option<Arc<Service>>,
+    /// Whether the provider may have a load balancer for that copy.
+    held: bool,
     /// The nodes its load balancer was last given.
     nodes: Option<Arc<Fingerprint>>,
     /// When its load balancer was last ensured.
@@ -36,8 +38,8 @@ struct Remembered {
 pub(super) struct Observed {
     /// Its relevant fields changed since the copy seen before.
     pub changed: bool,
-    /// The copy last reconciled wanted a load balancer.
-    pub wanted: bool,
+    /// The provider may have a load balancer for the copy last reconciled.
+    pub held: bool,
     /// The copy seen before.
     pub previous: Option<Arc<Service>>,
 }
@@ -64,7 +66,7 @@ impl Memory {
         let digest = sync_digest(service);
         self.with(key, |remembered| Observed {
             changed: remembered.digest.replace(digest) != Some(digest),
-            wanted: remembered.last.as_deref().is_some_and(wants_load_balancer),
+            held: remembered.held,
             previous: remembered.seen.replace(service.clone()),
         })
     }
@@ -74,10 +76,10 @@ impl Memory {
         self.lock().keys().cloned().collect()
     }
 
-    /// Whether the copy last reconciled wanted a load balancer, which may
-    /// still exist.
+    /// Whether the provider may have a load balancer for the copy last
+    /// reconciled.
     pub(super) fn may_have_load_balancer(&self, key: &ServiceKey) -> bool {
-        self.lock().get(key).and_then(|remembered| remembered.last.as_deref()).is_some_and(wants_load_balancer)
+        self.lock().get(key).is_some_and(|remembered| remembered.held)
     }
 
     /// Waits for and takes a Service's lock.
@@ -91,14 +93,20 @@ impl Memory {
         self.locks.remove(key);
     }
 
-    /// Records the copy being reconciled; returns the copy before it.
-    pub(super) fn reconciling(&self, key: &ServiceKey, service: Arc<Service>) -> Option<Arc<Service>> {
-        self.with(key, |remembered| remembered.last.replace(service))
+    /// Records the copy being reconciled, and whether the provider will
+    /// hold a load balancer for it; returns the copy before it if the
+    /// provider may have held one for that.
+    pub(super) fn reconciling(&self, key: &ServiceKey, service: Arc<Service>, holds: bool) -> Option<Arc<Service>> {
+        self.with(key, |remembered| {
+            let held = std::mem::replace(&mut remembered.held, holds);
+            remembered.last.replace(service).filter(|_| held)
+        })
     }
 
-    /// The copy last reconciled.
-    pub(super) fn last(&self, key: &ServiceKey) -> Option<Arc<Service>> {
-        self.lock().get(key).and_then(|remembered| remembered.last.clone())
+    /// The copy last reconciled, if the provider may hold a load balancer
+    /// for it.
+    pub(super) fn held(&self, key: &ServiceKey) -> Option<Arc<Service>> {
+        self.lock().get(key).filter(|remembered| remembered.held).and_then(|remembered| remembered.last.clone())
     }
 
     /// Records a load balancer ensured with `nodes`.

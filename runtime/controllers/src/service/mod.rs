@@ -3,6 +3,8 @@
 //! ingress in the Service's status, and, unlike upstream, drift in the
 //! cloud repaired by ensuring every load balancer again each resync period.
 
+pub mod claim;
+pub(crate) mod lanes;
 mod memory;
 mod node_sync;
 pub mod rules;
@@ -18,9 +20,10 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use self::claim::{Action, Claim};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
-use self::rules::{has_finalizer, needs_cleanup, update_event, wants_load_balancer};
+use self::rules::update_event;
 use self::sync::ServiceSync;
 use crate::cloud::Cloud;
 use crate::context::Context;
@@ -47,6 +50,7 @@ pub struct ServiceController<C: Cloud> {
 /// What queues work for the service controller; clones share it.
 #[derive(Clone)]
 pub struct ServiceTriggers {
+    claim: Claim,
     memory: Arc<Memory>,
     services: Store<Service>,
     queue: WorkQueue<ServiceKey>,
@@ -55,19 +59,21 @@ pub struct ServiceTriggers {
 }
 
 impl<C: Cloud> ServiceController<C> {
-    /// A controller over the Services of `services` and the nodes of
-    /// `ctx`; must be made inside a tokio runtime.
-    pub fn new(ctx: Context<C>, services: Store<Service>) -> Self {
+    /// A controller over the Services of `services` that `claim` gives
+    /// the provider of `ctx`, and the nodes of `ctx`; must be made inside
+    /// a tokio runtime.
+    pub fn new(ctx: Context<C>, services: Store<Service>, claim: Claim) -> Self {
         let memory = Arc::new(Memory::default());
         let workers = ctx.settings.concurrent_service_syncs;
-        let sync =
-            Runner::new(ServiceSync::new(ctx.clone(), services.clone(), memory.clone()), workers, ctx.metrics.clone());
+        let sync = ServiceSync::new(ctx.clone(), services.clone(), memory.clone(), claim.clone());
+        let sync = Runner::new(sync, workers, ctx.metrics.clone());
         let node_sync = Runner::new(
-            NodeSync::new(ctx.clone(), services.clone(), memory.clone(), sync.queue()),
+            NodeSync::new(ctx.clone(), services.clone(), memory.clone(), sync.queue(), claim.clone()),
             1,
             ctx.metrics.clone(),
         );
         let triggers = ServiceTriggers {
+            claim,
             memory,
             services,
             queue: sync.queue(),
@@ -108,13 +114,14 @@ impl ServiceTriggers {
             Change::Applied(service) => {
                 let key = ObjectRef::from_obj(&*service);
                 let observed = self.memory.observe(&key, &service);
-                let ours = wants_load_balancer(&service) || observed.wanted || has_finalizer(&service);
+                let action = self.claim.decide(&service);
                 if let Some(previous) = observed.previous.filter(|_| observed.changed)
-                    && let Some((reason, note)) = update_event(&previous, &service)
+                    && let Some((reason, note)) =
+                        update_event(&previous, &service, self.claim.wants(&previous), action == Action::Ensure)
                 {
                     self.events.normal(service.object_ref(&()), reason, note);
                 }
-                if (observed.changed && ours) || needs_cleanup(&service) {
+                if (observed.changed && (action != Action::Ignore || observed.held)) || action == Action::Delete {
                     self.queue.add(key);
                 }
             }
@@ -126,6 +133,14 @@ impl ServiceTriggers {
                     }
                 }
             }
+        }
+    }
+
+    /// Queues `service` if it is this provider's business: after the
+    /// providers or what they serve changed, which changes no Service.
+    pub fn reconsider(&self, service: &Service) {
+        if self.claim.concerns(service) {
+            self.queue.add(ObjectRef::from_obj(service));
         }
     }
 
@@ -181,7 +196,7 @@ mod tests {
     #[tokio::test]
     async fn a_relevant_change_is_a_normal_event_and_a_sync() {
         let mut env = TestEnv::new(TestCloud::default()).await;
-        let controller = ServiceController::new(env.context(), env.services());
+        let controller = ServiceController::new(env.context(), env.services(), env.claim());
         let triggers = controller.triggers();
         let service = Service::test("web");
         triggers.observe(Change::Applied(Arc::new(service.clone())));

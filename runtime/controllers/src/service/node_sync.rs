@@ -14,8 +14,8 @@ use tracing::Instrument;
 use wasm_ccm_host::ProviderError;
 
 use super::ServiceKey;
+use super::claim::Claim;
 use super::memory::Memory;
-use super::rules::wants_load_balancer;
 use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
@@ -33,6 +33,7 @@ pub(super) struct NodeSync<C> {
     memory: Arc<Memory>,
     /// Where load balancers that failed to update go for a full sync.
     retries: WorkQueue<ServiceKey>,
+    claim: Claim,
 }
 
 impl<C: Cloud> Reconcile for NodeSync<C> {
@@ -76,8 +77,9 @@ impl<C: Cloud> NodeSync<C> {
         services: Store<Service>,
         memory: Arc<Memory>,
         retries: WorkQueue<ServiceKey>,
+        claim: Claim,
     ) -> Self {
-        NodeSync { ctx, services, memory, retries }
+        NodeSync { ctx, services, memory, retries, claim }
     }
 
     /// Updates one load balancer's nodes, as upstream's
@@ -87,7 +89,7 @@ impl<C: Cloud> NodeSync<C> {
         let Some(service) = self.services.get(key) else {
             return true;
         };
-        if !wants_load_balancer(&service) || service.metadata.deletion_timestamp.is_some() {
+        if !self.claim.wants(&service) {
             return true;
         }
         let started = Instant::now();
@@ -142,7 +144,7 @@ mod tests {
         env.add_node(Node::test("node-a")).await;
         let memory: Arc<Memory> = Arc::default();
         let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
-        ServiceSync::new(env.context(), env.services(), memory.clone()).reconcile(&key).await.unwrap();
+        ServiceSync::new(env.context(), env.services(), memory.clone(), env.claim()).reconcile(&key).await.unwrap();
         env.service("web").await;
         env.events();
         env.cloud.take_calls();
@@ -150,7 +152,7 @@ mod tests {
     }
 
     fn node_sync(env: &TestEnv, memory: &Arc<Memory>, retries: &WorkQueue<ServiceKey>) -> NodeSync<TestCloud> {
-        NodeSync::new(env.context(), env.services(), memory.clone(), retries.clone())
+        NodeSync::new(env.context(), env.services(), memory.clone(), retries.clone(), env.claim())
     }
 
     #[tokio::test]

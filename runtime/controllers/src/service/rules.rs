@@ -13,36 +13,21 @@ pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-b
 /// The cluster autoscaler's taint on a node it is removing.
 pub const AUTOSCALER_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
 
-/// Whether the Service should have a load balancer from this controller:
-/// type LoadBalancer and no `loadBalancerClass` (a class means another
-/// controller owns it).
-pub fn wants_load_balancer(service: &Service) -> bool {
-    service
-        .spec
-        .as_ref()
-        .is_some_and(|spec| spec.type_.as_deref() == Some("LoadBalancer") && spec.load_balancer_class.is_none())
-}
-
 /// Whether the Service carries the load-balancer finalizer.
 pub fn has_finalizer(service: &Service) -> bool {
     service.metadata.finalizers.iter().flatten().any(|finalizer| finalizer == LOAD_BALANCER_FINALIZER)
-}
-
-/// Whether the Service's load balancer must be deleted: it has the
-/// finalizer and is being deleted or no longer wants a load balancer.
-pub fn needs_cleanup(service: &Service) -> bool {
-    has_finalizer(service) && (service.metadata.deletion_timestamp.is_some() || !wants_load_balancer(service))
 }
 
 /// A digest of what upstream's `needsUpdate` compares: when it changes, the
 /// Service needs a sync.
 pub fn sync_digest(service: &Service) -> u64 {
     let mut hasher = DefaultHasher::new();
-    wants_load_balancer(service).hash(&mut hasher);
     service.metadata.uid.hash(&mut hasher);
     service.metadata.annotations.hash(&mut hasher);
     service.metadata.deletion_timestamp.is_some().hash(&mut hasher);
     if let Some(spec) = &service.spec {
+        spec.type_.hash(&mut hasher);
+        spec.load_balancer_class.hash(&mut hasher);
         spec.load_balancer_source_ranges.hash(&mut hasher);
         for port in spec.ports.iter().flatten() {
             port.name.hash(&mut hasher);
@@ -64,12 +49,12 @@ pub fn sync_digest(service: &Service) -> u64 {
 }
 
 /// The Normal event upstream's `needsUpdate` records for a change from
-/// `old` to `new`, `(reason, note)`: the first relevant change in
+/// `old` to `new`, `(reason, note)`, of a Service that `wanted` and
+/// `wants` a load balancer before and after: the first relevant change in
 /// upstream's order names the event, and a change it records nothing for
 /// (ports, affinity, annotations, IP families) comes first when earlier in
 /// that order.
-pub fn update_event(old: &Service, new: &Service) -> Option<(&'static str, String)> {
-    let (wanted, wants) = (wants_load_balancer(old), wants_load_balancer(new));
+pub fn update_event(old: &Service, new: &Service, wanted: bool, wants: bool) -> Option<(&'static str, String)> {
     if !wanted && !wants {
         return None;
     }
@@ -172,27 +157,17 @@ mod tests {
         service
     }
 
+    fn wants(service: &Service) -> bool {
+        service.spec.as_ref().is_some_and(|spec| spec.type_.as_deref() == Some("LoadBalancer"))
+    }
+
+    fn update_event(old: &Service, new: &Service) -> Option<(&'static str, String)> {
+        super::update_event(old, new, wants(old), wants(new))
+    }
+
     fn finalized(mut service: Service) -> Service {
         service.metadata.finalizers = Some(vec![LOAD_BALANCER_FINALIZER.into()]);
         service
-    }
-
-    #[test]
-    fn wants_a_load_balancer_without_a_class() {
-        assert!(wants_load_balancer(&service("LoadBalancer")));
-        assert!(!wants_load_balancer(&service("NodePort")));
-        let mut classed = service("LoadBalancer");
-        classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
-        assert!(!wants_load_balancer(&classed));
-    }
-
-    #[test]
-    fn cleanup_needs_the_finalizer_and_deletion_or_a_type_change() {
-        assert!(!needs_cleanup(&service("LoadBalancer")));
-        assert!(!needs_cleanup(&deleting(service("LoadBalancer"))), "no finalizer, nothing to clean");
-        assert!(!needs_cleanup(&finalized(service("LoadBalancer"))));
-        assert!(needs_cleanup(&deleting(finalized(service("LoadBalancer")))));
-        assert!(needs_cleanup(&finalized(service("ClusterIP"))));
     }
 
     #[test]
@@ -222,6 +197,9 @@ mod tests {
         families.spec.as_mut().unwrap().ip_families = Some(vec!["IPv4".into(), "IPv6".into()]);
         changes.push(families);
         changes.push(service("ClusterIP"));
+        let mut classed = base.clone();
+        classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/a".into());
+        changes.push(classed);
         changes.push(deleting(base.clone()));
         for changed in changes {
             assert_ne!(sync_digest(&changed), digest, "{changed:?}");

@@ -13,8 +13,9 @@ use serde_json::json;
 use wasm_ccm_host::ProviderError;
 
 use super::ServiceKey;
+use super::claim::{Action, Claim, PROVIDER_ANNOTATION};
 use super::memory::Memory;
-use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, needs_cleanup, same_ingress, wants_load_balancer};
+use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, same_ingress};
 use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
@@ -26,6 +27,7 @@ pub(super) struct ServiceSync<C> {
     ctx: Context<C>,
     services: Store<Service>,
     memory: Arc<Memory>,
+    claim: Claim,
 }
 
 impl<C: Cloud> Reconcile for ServiceSync<C> {
@@ -40,17 +42,28 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
         let Some(service) = self.services.get(key) else {
             return self.vanished(key).await;
         };
-        if let Some(last) = self.memory.reconciling(key, service.clone())
+        let action = self.claim.decide(&service);
+        let held = self.memory.may_have_load_balancer(key);
+        if let Some(last) = self.memory.reconciling(key, service.clone(), action != Action::Ignore || held)
             && last.metadata.uid != service.metadata.uid
-            && wants_load_balancer(&last)
         {
             tracing::info!(service = %key, "the Service came back with another UID: deleting the old one's load balancer");
             self.delete_for_gone(&last).await?;
         }
-        let result = if !wants_load_balancer(&service) || needs_cleanup(&service) {
-            self.delete(key, &service).await
-        } else {
-            self.ensure(key, &service).await
+        let result = match action {
+            Action::Ensure => self.ensure(key, &service).await,
+            Action::Delete => self.delete(key, &service).await,
+            Action::Keep => {
+                self.keep(&service);
+                Ok(())
+            }
+            // Upstream's delete path for a Service that no longer wants
+            // the load balancer this provider gave it.
+            Action::Ignore if held => self.delete(key, &service).await,
+            Action::Ignore => {
+                self.memory.deleted(key);
+                Ok(())
+            }
         };
         if let Err(err) = &result {
             let note = format!("Error syncing load balancer: {err}");
@@ -61,8 +74,8 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
 }
 
 impl<C: Cloud> ServiceSync<C> {
-    pub(super) fn new(ctx: Context<C>, services: Store<Service>, memory: Arc<Memory>) -> Self {
-        ServiceSync { ctx, services, memory }
+    pub(super) fn new(ctx: Context<C>, services: Store<Service>, memory: Arc<Memory>, claim: Claim) -> Self {
+        ServiceSync { ctx, services, memory, claim }
     }
 
     fn api(&self, service: &Service) -> Api<Service> {
@@ -72,7 +85,7 @@ impl<C: Cloud> ServiceSync<C> {
     /// The Service left the cache: its load balancer goes, from the copy
     /// last reconciled, as upstream's `processServiceDeletion`.
     async fn vanished(&self, key: &ServiceKey) -> Result<(), Error> {
-        if let Some(last) = self.memory.last(key).filter(|last| wants_load_balancer(last)) {
+        if let Some(last) = self.memory.held(key) {
             tracing::info!(service = %key, "the Service is gone: deleting its load balancer");
             self.delete_for_gone(&last).await?;
         }
@@ -96,8 +109,8 @@ impl<C: Cloud> ServiceSync<C> {
     async fn ensure(&self, key: &ServiceKey, service: &Arc<Service>) -> Result<(), Error> {
         let reference = service.object_ref(&());
         self.ctx.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
-        let service =
-            if has_finalizer(service) { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
+        let owned = has_finalizer(service) && annotation(service) == Some(&**self.claim.provider());
+        let service = if owned { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
         let nodes = self.ctx.nodes.eligible();
         if nodes.nodes.is_empty() {
             let note = "There are no available nodes for LoadBalancer";
@@ -145,8 +158,25 @@ impl<C: Cloud> ServiceSync<C> {
         Ok(())
     }
 
+    /// The load balancer stays, as no provider serves the Service's class:
+    /// upstream would delete it.
+    fn keep(&self, service: &Service) {
+        let class = service.spec.as_ref().and_then(|spec| spec.load_balancer_class.as_deref()).unwrap_or("(none)");
+        let note = format!(
+            "No provider serves load balancer class {class}: the load balancer of provider {} is kept until one does",
+            self.claim.provider()
+        );
+        self.ctx.events.warning(service.object_ref(&()), "LoadBalancerClassNotServed", note);
+    }
+
+    /// Adds the finalizer, and the annotation naming this provider as the
+    /// one to delete the load balancer.
     async fn add_finalizer(&self, service: &Service) -> Result<Service, Error> {
-        let patch = json!({"metadata": {"finalizers": [LOAD_BALANCER_FINALIZER]}});
+        let provider = self.claim.provider().to_string();
+        let patch = json!({"metadata": {
+            "finalizers": [LOAD_BALANCER_FINALIZER],
+            "annotations": {PROVIDER_ANNOTATION: provider},
+        }});
         self.api(service)
             .patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch))
             .await
@@ -154,10 +184,13 @@ impl<C: Cloud> ServiceSync<C> {
     }
 
     async fn remove_finalizer(&self, service: &Service) -> Result<(), Error> {
-        if !has_finalizer(service) {
+        if !has_finalizer(service) && annotation(service).is_none() {
             return Ok(());
         }
-        let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [LOAD_BALANCER_FINALIZER]}});
+        let patch = json!({"metadata": {
+            "$deleteFromPrimitiveList/finalizers": [LOAD_BALANCER_FINALIZER],
+            "annotations": {PROVIDER_ANNOTATION: null},
+        }});
         let removed = self.api(service).patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch)).await;
         match removed.map_err(Error::api("failed to remove load balancer cleanup finalizer")) {
             Err(err) if !err.is_not_found() => Err(err),
@@ -198,6 +231,11 @@ fn name(service: &Service) -> String {
     service.metadata.name.clone().unwrap_or_default()
 }
 
+/// The provider the Service's annotation names as its load balancer's.
+fn annotation(service: &Service) -> Option<&str> {
+    service.metadata.annotations.as_ref()?.get(PROVIDER_ANNOTATION).map(String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::Node;
@@ -218,7 +256,7 @@ mod tests {
     }
 
     fn sync(env: &TestEnv, memory: &Arc<Memory>) -> ServiceSync<TestCloud> {
-        ServiceSync::new(env.context(), env.services(), memory.clone())
+        ServiceSync::new(env.context(), env.services(), memory.clone(), env.claim())
     }
 
     #[tokio::test]
@@ -302,16 +340,60 @@ mod tests {
         assert!(api.get_opt("web").await.unwrap().is_none(), "gone once the finalizer went");
     }
 
-    /// Upstream's delete path runs for any Service that no longer wants a
-    /// load balancer, finalizer or not.
+    /// Upstream's delete path runs for any Service that no longer wants the
+    /// load balancer it had, finalizer or not.
     #[tokio::test]
     async fn a_type_change_without_the_finalizer_still_clears_the_status() {
         let mut env = env().await;
-        let service = Service::test("web").with_type("ClusterIP").with_ingress("192.0.2.7");
-        let key = ObjectRef::from_obj(&env.add_service(service).await);
-        assert_eq!(ingress(&env.service("web").await).as_deref(), Some("192.0.2.7"));
-        sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let mut service = env.service("web").await;
+        assert!(ingress(&service).is_some());
+        service.metadata.finalizers = None;
+        service.metadata.annotations = None;
+        service.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.replace("web", &Default::default(), &service).await.unwrap();
+        env.service("web").await;
+        sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(ingress(&env.service("web").await), None);
+        assert_eq!(env.cloud.load_balancer("default/web"), None);
+    }
+
+    #[tokio::test]
+    async fn the_load_balancer_is_annotated_with_its_provider_and_released_with_the_finalizer() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let service = env.service("web").await;
+        let annotations = service.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(annotations.get(PROVIDER_ANNOTATION).map(String::as_str), Some("test"));
+        let mut cluster_ip = service;
+        cluster_ip.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.replace("web", &Default::default(), &cluster_ip).await.unwrap();
+        env.service("web").await;
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let released = env.service("web").await;
+        assert!(!has_finalizer(&released));
+        assert_eq!(annotation(&released), None, "the annotation goes with the finalizer");
+    }
+
+    #[tokio::test]
+    async fn a_service_of_a_class_nobody_serves_keeps_its_load_balancer_with_a_warning() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let mut service = Service::test("web").with_class("example.com/gone").with_finalizer();
+        service.metadata.annotations = Some([(PROVIDER_ANNOTATION.to_owned(), "test".to_owned())].into());
+        let key = ObjectRef::from_obj(&env.add_service(service).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), Vec::<String>::new(), "no cloud call");
+        assert!(has_finalizer(&env.service("web").await), "the finalizer stays");
+        let (type_, reason, _, note) = env.events().pop().unwrap();
+        assert_eq!((type_, reason.as_str()), (crate::events::EventType::Warning, "LoadBalancerClassNotServed"));
+        assert!(note.contains("example.com/gone") && note.contains("provider test"), "{note}");
     }
 
     #[tokio::test]

@@ -1,0 +1,210 @@
+//! One service controller per provider serving load balancers, a lane each:
+//! its own queue, workers, node sync and memory, so that a slow, stuck or
+//! busy provider holds only its own workers and a long queue of one
+//! provider's Services never delays another's. Lanes start and stop as
+//! providers come and go, each on its own.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1::Service;
+use kube::Resource;
+use kube::runtime::reflector::Store;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::claim::{Claim, Roster};
+use super::{ServiceController, ServiceTriggers};
+use crate::cloud::Cloud;
+use crate::context::Context;
+use crate::events::Events;
+use crate::informer::Change;
+use crate::manager::Members;
+use crate::runner::Stopped;
+
+/// What feeds the lanes; clones share it.
+#[derive(Clone)]
+pub(crate) struct LaneTriggers {
+    lanes: Arc<RwLock<BTreeMap<Arc<str>, ServiceTriggers>>>,
+    roster: Roster,
+    events: Events,
+}
+
+impl LaneTriggers {
+    fn each(&self, mut visit: impl FnMut(&ServiceTriggers)) {
+        self.lanes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).values().for_each(&mut visit);
+    }
+
+    fn insert(&self, provider: Arc<str>, triggers: ServiceTriggers) {
+        self.lanes.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(provider, triggers);
+    }
+
+    fn remove(&self, provider: &str) {
+        self.lanes.write().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(provider);
+    }
+
+    /// Hands a change of a Service to every lane.
+    pub(crate) fn observe(&self, change: &Change<Service>) {
+        if let Change::Applied(service) = change {
+            self.warn_if_stray(service);
+        }
+        self.each(|triggers| triggers.observe(change.clone()));
+    }
+
+    /// Tells every lane that the nodes changed.
+    pub(crate) fn nodes_changed(&self) {
+        self.each(ServiceTriggers::nodes_changed);
+    }
+
+    /// Warns about a Service whose load balancer's provider is no longer
+    /// configured while no other serves its class: the load balancer stays
+    /// as it is.
+    fn warn_if_stray(&self, service: &Service) {
+        let Some(spec) = service.spec.as_ref().filter(|spec| spec.type_.as_deref() == Some("LoadBalancer")) else {
+            return;
+        };
+        let Some(owner) = self.roster.owner(service) else {
+            return;
+        };
+        if self.roster.is_configured(&owner) || self.roster.target(service).is_some() {
+            return;
+        }
+        let class = spec.load_balancer_class.as_deref().unwrap_or("(none)");
+        let note = format!(
+            "Provider {owner}, which made the load balancer, is not configured: the load balancer is kept until a \
+             provider serves load balancer class {class}"
+        );
+        self.events.warning(service.object_ref(&()), "LoadBalancerProviderNotConfigured", note);
+    }
+}
+
+/// Starts, stops and feeds the lanes.
+pub(crate) struct ServiceLanes<C: Cloud> {
+    /// The service controller's context, whose cloud, events and metrics
+    /// each lane replaces with its provider's.
+    base: Context<C>,
+    services: Store<Service>,
+    triggers: LaneTriggers,
+    /// Lanes made before the caches synced, to start with the others.
+    made: Vec<(Arc<str>, ServiceController<C>)>,
+    running: BTreeMap<Arc<str>, CancellationToken>,
+}
+
+impl<C: Cloud> ServiceLanes<C> {
+    /// Lanes for the providers of `members` that serve load balancers,
+    /// made but not running, so that they see the Services as the cache
+    /// fills.
+    pub(crate) fn new(base: Context<C>, services: Store<Service>, members: &Members<C>) -> Self {
+        let triggers = LaneTriggers { lanes: Arc::default(), roster: Roster::default(), events: base.events.clone() };
+        let mut lanes = ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new() };
+        lanes.triggers.roster.set(roster(members));
+        for (name, member) in members.iter().filter(|(_, member)| member.serves.load_balancers()) {
+            let lane = lanes.make(name, &member.cloud);
+            lanes.made.push((name.clone(), lane));
+        }
+        lanes
+    }
+
+    /// What feeds the lanes.
+    pub(crate) fn triggers(&self) -> LaneTriggers {
+        self.triggers.clone()
+    }
+
+    fn make(&self, name: &Arc<str>, cloud: &C) -> ServiceController<C> {
+        let ctx = Context {
+            cloud: cloud.clone(),
+            events: self.base.events.for_provider(name),
+            metrics: self.base.metrics.for_provider(name),
+            ..self.base.clone()
+        };
+        let lane =
+            ServiceController::new(ctx, self.services.clone(), Claim::new(name.clone(), self.triggers.roster.clone()));
+        self.triggers.insert(name.clone(), lane.triggers());
+        lane
+    }
+
+    fn start(
+        &mut self,
+        name: Arc<str>,
+        lane: ServiceController<C>,
+        tasks: &mut JoinSet<Result<(), Stopped>>,
+        stop: &CancellationToken,
+    ) {
+        let token = stop.child_token();
+        self.running.insert(name, token.clone());
+        tasks.spawn(lane.run(token));
+    }
+
+    /// Runs the lanes until `stop`, starting and stopping them as
+    /// `providers` changes; then lets reconciles in flight finish.
+    ///
+    /// # Errors
+    /// When a lane stopped on its own.
+    pub(crate) async fn run(
+        mut self,
+        mut providers: watch::Receiver<Members<C>>,
+        stop: CancellationToken,
+    ) -> Result<(), Stopped> {
+        let mut tasks = JoinSet::new();
+        for (name, lane) in std::mem::take(&mut self.made) {
+            self.start(name, lane, &mut tasks, &stop);
+        }
+        let mut following = true;
+        let outcome = loop {
+            tokio::select! {
+                () = stop.cancelled() => break Ok(()),
+                changed = providers.changed(), if following => match changed {
+                    Ok(()) => {
+                        let members = providers.borrow_and_update().clone();
+                        self.follow(&members, &mut tasks, &stop);
+                    }
+                    Err(_) => following = false,
+                },
+                Some(ended) = tasks.join_next() => match ended {
+                    Ok(Ok(())) => {}
+                    Ok(Err(stopped)) => break Err(stopped),
+                    Err(join) => break Err(Stopped { controller: "service", reason: format!("a lane's task failed: {join}") }),
+                },
+            }
+        };
+        self.running.values().for_each(CancellationToken::cancel);
+        while tasks.join_next().await.is_some() {}
+        outcome
+    }
+
+    /// Starts the lanes of providers new to `members`, stops those of
+    /// providers gone, and has every lane reconsider every Service for
+    /// what the providers now serve.
+    fn follow(&mut self, members: &Members<C>, tasks: &mut JoinSet<Result<(), Stopped>>, stop: &CancellationToken) {
+        self.triggers.roster.set(roster(members));
+        let serving = |name: &str| members.get(name).is_some_and(|member| member.serves.load_balancers());
+        let gone: Vec<Arc<str>> = self.running.keys().filter(|name| !serving(name)).cloned().collect();
+        for name in gone {
+            tracing::info!(provider = %name, "stopping the provider's service controller lane");
+            self.triggers.remove(&name);
+            if let Some(token) = self.running.remove(&name) {
+                token.cancel();
+            }
+        }
+        for (name, member) in members {
+            if member.serves.load_balancers() && !self.running.contains_key(name) {
+                tracing::info!(provider = %name, "starting a service controller lane for the provider");
+                let lane = self.make(name, &member.cloud);
+                let triggers = lane.triggers();
+                self.start(name.clone(), lane, tasks, stop);
+                for service in self.services.state() {
+                    triggers.observe(Change::Applied(service));
+                }
+            }
+        }
+        for service in self.services.state() {
+            self.triggers.warn_if_stray(&service);
+            self.triggers.each(|triggers| triggers.reconsider(&service));
+        }
+    }
+}
+
+fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::serves::Serves> {
+    members.iter().map(|(name, member)| (name.clone(), member.serves.clone())).collect()
+}
