@@ -24,7 +24,7 @@ use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{AllowList, Credentials, EngineSettings, Limits, ProviderSpec};
 
 use crate::admin::AdminArgs;
-use crate::run::{ManagerOptions, ProviderSetup, serve};
+use crate::run::{ManagerOptions, ProviderSetup, Providers, serve};
 use crate::signals;
 
 #[cfg(embedded_fake)]
@@ -281,7 +281,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
             per_controller_identity: false,
         },
         settings,
-        provider: ProviderSetup::fixed(spec),
+        providers: Providers::Single(Box::new(ProviderSetup::fixed(spec))),
         admin: AdminArgs {
             secure_port: args.admin_port,
             bind_address: Ipv4Addr::LOCALHOST.into(),

@@ -161,7 +161,7 @@ impl SandboxArgs {
 }
 
 /// A `--provider-sealed-credentials` entry: `NAME=ROLE`.
-fn sealed_credential(entry: &str) -> Result<(String, Role), String> {
+pub(crate) fn sealed_credential(entry: &str) -> Result<(String, Role), String> {
     let (name, role) = entry.trim().split_once('=').ok_or_else(|| {
         format!("{entry:?} names no role: a sealed credential is NAME=ROLE, so that the host uses it in that role only")
     })?;

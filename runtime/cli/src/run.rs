@@ -11,21 +11,23 @@ use ipnet::IpNet;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_controllers::{
-    ClientSettings, Clients, ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Settings,
+    ClientSettings, Clients, ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Serves, Settings,
     enabled_controllers, names_route,
 };
 use wasm_ccm_host::{Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_reload::{
-    Candidate, DEFAULT_POLL_INTERVAL, InputFiles, Location, Observers, ReloadMetrics, Reloader, Reporter, Source,
-    SourceSettings, StatusBoard, config_map_reference, own_pod_reference,
+    InputFiles, Location, Observers, ReloadMetrics, Reporter, Source, SourceSettings, StatusBoard,
+    config_map_reference, own_pod_reference,
 };
 
-use crate::ProviderArgs;
 use crate::admin::{self, AdminArgs, Health};
+use crate::fleet::{Fleet, LoadContext};
 use crate::leader::LeaderArgs;
 use crate::provider_source::SourceArgs;
+use crate::providers_file::{FileDefaults, PlannedProvider, ProviderEntry, plan};
 use crate::signals;
 use crate::upstream_args::UpstreamArgs;
+use crate::{ProviderArgs, SandboxArgs};
 
 /// `run` flags: upstream's names; defaults differ where upstream's are its
 /// users' known pain points (one service sync at a time, 20 requests per
@@ -46,9 +48,30 @@ pub struct RunArgs {
     /// expires.
     #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub use_service_account_credentials: bool,
-    /// The provider and its sandbox.
+    /// The provider component: a `.wasm` file, an OCI artifact
+    /// `oci://registry/repository:tag` (or `@sha256:<digest>`), or the
+    /// `binaryData` key of a ConfigMap, `configmap:NAMESPACE/NAME/KEY`.
+    /// It is watched and each new version that passes its checks is
+    /// swapped in. It serves everything; see `--providers-config` for
+    /// several.
+    #[arg(
+        long = "provider",
+        value_name = "FILE|oci://REF|configmap:NS/NAME/KEY",
+        env = "WASM_CCM_PROVIDER",
+        required_unless_present = "providers_config",
+        conflicts_with = "providers_config"
+    )]
+    pub provider: Option<String>,
+    /// Several providers side by side, each with its source, sandbox,
+    /// limits and what it serves (load balancer classes, Services without
+    /// a class, nodes, routes): a YAML or JSON file, or a ConfigMap key
+    /// `configmap:NAMESPACE/NAME/KEY`, watched; a change that does not
+    /// check is refused and the providers serving keep serving.
+    #[arg(long, value_name = "FILE|configmap:NS/NAME/KEY")]
+    pub providers_config: Option<String>,
+    /// The provider's sandbox (with `--provider`).
     #[command(flatten)]
-    pub provider: ProviderArgs,
+    pub sandbox: SandboxArgs,
     /// The name the provider's logs, metrics and `/providers` entry carry;
     /// by default the file's, ConfigMap key's or repository's name.
     #[arg(long, value_name = "NAME")]
@@ -164,15 +187,35 @@ impl RunArgs {
 /// When a flag, the provider or the cluster configuration is bad.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
-    let location = args.provider.location()?;
-    let name = args.provider_name.clone().unwrap_or_else(|| location.default_name());
-    if name.trim().is_empty() {
-        anyhow::bail!("--provider-name must not be empty");
-    }
-    let provider = ProviderSetup {
-        template: args.provider.template(&name, &settings.cluster_name)?,
-        source: Some(args.source.settings(location)?),
-        inputs: args.provider.input_files(),
+    let provider = match (&args.providers_config, &args.provider) {
+        (Some(config), _) => {
+            let location: Location = config.parse().context("--providers-config")?;
+            anyhow::ensure!(
+                !matches!(location, Location::Oci(_)),
+                "--providers-config is a file or a ConfigMap key, not {location}"
+            );
+            let defaults = FileDefaults {
+                cluster_name: settings.cluster_name.clone(),
+                poll_interval: args.source.poll_interval,
+                registry: args.source.registry.clone(),
+            };
+            let settings = SourceSettings { poll_interval: args.source.poll_interval, ..SourceSettings::new(location) };
+            Providers::File(Box::new(ProvidersFileSetup { settings, defaults }))
+        }
+        (None, Some(provider)) => {
+            let provider = ProviderArgs { provider: provider.clone(), sandbox: args.sandbox.clone() };
+            let location = provider.location()?;
+            let name = args.provider_name.clone().unwrap_or_else(|| location.default_name());
+            if name.trim().is_empty() {
+                anyhow::bail!("--provider-name must not be empty");
+            }
+            Providers::Single(Box::new(ProviderSetup {
+                template: provider.template(&name, &settings.cluster_name)?,
+                source: Some(args.source.settings(location)?),
+                inputs: provider.input_files(),
+            }))
+        }
+        (None, None) => anyhow::bail!("--provider or --providers-config is needed"),
     };
     let leader = args.leader.config()?;
     args.upstream.report();
@@ -187,7 +230,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             per_controller_identity: args.use_service_account_credentials,
         },
         settings,
-        provider,
+        providers: provider,
         admin: args.admin.clone(),
         leader,
         shutdown_grace: args.shutdown_grace_period,
@@ -198,6 +241,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         },
     };
     serve(options, stop).await
+}
+
+/// The providers to run.
+pub(crate) enum Providers {
+    /// One, serving everything.
+    Single(Box<ProviderSetup>),
+    /// Those of a providers file, followed.
+    File(Box<ProvidersFileSetup>),
+}
+
+/// Where the providers file is, and what the flags give its providers.
+pub(crate) struct ProvidersFileSetup {
+    /// Where the file is, and how often it is polled.
+    settings: SourceSettings,
+    /// What the flags give every provider of it.
+    defaults: FileDefaults,
 }
 
 /// The provider to run and where its new versions come from.
@@ -216,13 +275,25 @@ impl ProviderSetup {
     pub(crate) fn fixed(spec: ProviderSpec) -> Self {
         ProviderSetup { template: spec, source: None, inputs: InputFiles::default() }
     }
+
+    /// The one provider of a single-provider run, serving everything.
+    fn planned(self) -> PlannedProvider {
+        let entry = ProviderEntry { name: self.template.name.clone(), ..ProviderEntry::default() };
+        PlannedProvider {
+            entry,
+            template: self.template,
+            source: self.source,
+            inputs: self.inputs,
+            serves: Serves::everything(),
+        }
+    }
 }
 
 /// Everything a controller manager needs, whether from `run` or `local`.
 pub(crate) struct ManagerOptions {
     pub(crate) client: ClientSettings,
     pub(crate) settings: Settings,
-    pub(crate) provider: ProviderSetup,
+    pub(crate) providers: Providers,
     pub(crate) admin: AdminArgs,
     pub(crate) leader: Option<LeaderElectionConfig>,
     pub(crate) shutdown_grace: Duration,
@@ -258,44 +329,45 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
 
     let clients = Clients::new(&options.client).await?;
     let client = clients.root();
-    let ProviderSetup { template, source, inputs } = options.provider;
-    let name = template.name.clone();
-    let (source, regarding, poll_interval) = match source {
-        Some(settings) => {
-            let regarding = match &settings.location {
-                Location::ConfigMap { namespace, name, .. } => Some(config_map_reference(namespace, name)),
-                _ => own_pod_reference(),
-            };
-            (settings.build(Some(client.clone()))?, regarding, settings.poll_interval)
-        }
-        None => {
-            let candidate = Candidate {
-                digest: wasm_ccm_distribution::sha256_digest(&template.wasm),
-                wasm: template.wasm.clone(),
-                origin: "built-in".to_owned(),
-                version: None,
-            };
-            (Source::Fixed(Some(candidate)), own_pod_reference(), DEFAULT_POLL_INTERVAL)
-        }
+    let context = LoadContext {
+        engine: engine.clone(),
+        client: client.clone(),
+        observers: Observers { metrics: reloads, status: providers, reporter: None },
     };
-    if regarding.is_none() {
+    if own_pod_reference().is_none() {
         tracing::info!(
             "POD_NAME and POD_NAMESPACE are not set: provider reloads are logged and counted, not reported as events"
         );
     }
-    let observers = Observers {
-        metrics: reloads,
-        status: providers,
-        reporter: regarding.map(|r| Reporter::new(client.clone(), r)),
+    let members = match options.providers {
+        Providers::Single(setup) => {
+            let name = setup.template.name.clone();
+            let fleet = Fleet::start(context, vec![(*setup).planned()], stop.clone())
+                .await
+                .with_context(|| format!("cannot load the provider {name}"))?;
+            fleet.members()
+        }
+        Providers::File(setup) => {
+            let ProvidersFileSetup { settings, defaults } = *setup;
+            let regarding = match &settings.location {
+                Location::ConfigMap { namespace, name, .. } => Some(config_map_reference(namespace, name)),
+                _ => own_pod_reference(),
+            };
+            let mut source: Source = settings.build(Some(client.clone()))?;
+            let file = source.next().await.context("cannot read the providers file")?;
+            let planned = plan(&file.wasm, &defaults)?;
+            let fleet = Fleet::start(context, planned, stop.clone()).await?;
+            let members = fleet.members();
+            let reporter = regarding.map(|regarding| Reporter::new(client.clone(), regarding));
+            tokio::spawn(fleet.follow(source, defaults, reporter));
+            members
+        }
     };
-    let reloader = Reloader::start(&engine, template, source, inputs, poll_interval, observers)
-        .await
-        .with_context(|| format!("cannot load the provider {name}"))?;
-    let handle = reloader.handle();
-    tracing::info!(provider = %handle.info().name, parts = ?handle.info().parts, "loaded the provider");
+    for (name, member) in members.borrow().iter() {
+        tracing::info!(provider = %name, parts = ?member.cloud.info().parts, serves = ?member.serves, "loaded the provider");
+    }
     health.provider_loaded();
-    tokio::spawn(reloader.run(stop.clone()));
-    let manager = ControllerManager::new(clients, handle, options.settings, metrics.clone());
+    let manager = ControllerManager::with_providers(clients, members, options.settings, metrics.clone());
     manager.plan()?;
     let readiness = health.controllers();
     // A controller that stops on its own ends the process with its error,

@@ -120,16 +120,11 @@ impl ConfigMapSource {
     /// last.
     fn offer(&mut self, config_map: &ConfigMap) -> Result<Option<Candidate>, SourceError> {
         let binary = config_map.binary_data.as_ref();
-        let Some(wasm) = binary.and_then(|data| data.get(&self.key)) else {
-            let present = binary.is_some_and(|data| data.contains_key(&self.key))
-                || config_map.data.as_ref().is_some_and(|data| data.contains_key(&self.key));
-            let why = if present {
-                format!("the key {} is not in binaryData", self.key)
-            } else {
-                format!("the ConfigMap has no key {}", self.key)
-            };
+        // Text, such as a providers file, may be under `data`.
+        let text = config_map.data.as_ref().and_then(|data| data.get(&self.key)).map(|text| text.as_bytes());
+        let Some(bytes) = binary.and_then(|data| data.get(&self.key)).map(|bytes| bytes.0.as_slice()).or(text) else {
             if !std::mem::replace(&mut self.gone, true) {
-                return Err(self.unavailable(why));
+                return Err(self.unavailable(format!("the ConfigMap has no key {}", self.key)));
             }
             return Ok(None);
         };
@@ -139,16 +134,14 @@ impl ConfigMapSource {
             binary.and_then(|data| data.get(&signature_key)).map(|bytes| bytes.0.clone()).or_else(|| {
                 config_map.data.as_ref().and_then(|data| data.get(&signature_key)).map(|s| s.clone().into_bytes())
             });
-        let seen = Seen { wasm: sha256_digest(&wasm.0), signature: signature.as_deref().map(sha256_digest) };
+        let seen = Seen { wasm: sha256_digest(bytes), signature: signature.as_deref().map(sha256_digest) };
         if self.seen.as_ref() == Some(&seen) {
             return Ok(None);
         }
         let digest = seen.wasm.clone();
         self.seen = Some(seen);
-        match verify_bytes(&wasm.0, signature.as_deref(), &self.verification) {
-            Ok(digest) => {
-                Ok(Some(Candidate { wasm: Arc::from(wasm.0.as_slice()), digest, origin: self.origin(), version: None }))
-            }
+        match verify_bytes(bytes, signature.as_deref(), &self.verification) {
+            Ok(digest) => Ok(Some(Candidate { wasm: Arc::from(bytes), digest, origin: self.origin(), version: None })),
             Err(source) => Err(SourceError::Verification { origin: self.origin(), digest: Some(digest), source }),
         }
     }

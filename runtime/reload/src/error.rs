@@ -53,4 +53,12 @@ pub enum StartError {
         #[source]
         source: LoadError,
     },
+    /// It loaded but cannot replace the provider serving in its handle.
+    #[error("{origin} cannot replace the provider serving: {reason}")]
+    Unfit {
+        /// Where it came from.
+        origin: String,
+        /// Why.
+        reason: String,
+    },
 }

@@ -100,19 +100,65 @@ impl Reloader {
     pub async fn start(
         engine: &Engine,
         template: ProviderSpec,
+        source: Source,
+        inputs: InputFiles,
+        poll_interval: Duration,
+        observers: Observers,
+    ) -> Result<Self, StartError> {
+        Self::begin(engine, template, source, inputs, poll_interval, observers, None).await
+    }
+
+    /// Starts as [`Reloader::start`] does, but into `handle`, whose provider
+    /// keeps serving until the first version loaded and passed the checks
+    /// any new version passes (the same name, at least the same parts):
+    /// how a provider is re-configured (source, sandbox, limits) while the
+    /// controllers keep calling the same handle. The reloader that served
+    /// `handle` before must be stopped.
+    ///
+    /// # Errors
+    /// As [`Reloader::start`], and when the version cannot replace the
+    /// provider serving.
+    pub async fn start_into(
+        handle: ProviderHandle,
+        engine: &Engine,
+        template: ProviderSpec,
+        source: Source,
+        inputs: InputFiles,
+        poll_interval: Duration,
+        observers: Observers,
+    ) -> Result<Self, StartError> {
+        Self::begin(engine, template, source, inputs, poll_interval, observers, Some(handle)).await
+    }
+
+    async fn begin(
+        engine: &Engine,
+        template: ProviderSpec,
         mut source: Source,
         inputs: InputFiles,
         poll_interval: Duration,
         observers: Observers,
+        into: Option<ProviderHandle>,
     ) -> Result<Self, StartError> {
         let candidate = source.next().await?;
         let defaults = Inputs { config: template.config.clone(), credentials: template.credentials.clone() };
         let latest_inputs = inputs.read(&defaults).await.map_err(StartError::Inputs)?;
         let started = Instant::now();
         let spec = spec(&template, &candidate, &latest_inputs);
-        let provider = LoadedProvider::load(engine, spec)
-            .await
-            .map_err(|source| StartError::Load { origin: candidate.origin.clone(), source })?;
+        let handle = match into {
+            None => ProviderHandle::new(
+                LoadedProvider::load(engine, spec)
+                    .await
+                    .map_err(|source| StartError::Load { origin: candidate.origin.clone(), source })?,
+            ),
+            Some(handle) => {
+                let provider = validate(engine, spec, handle.info()).await.map_err(|refusal| StartError::Unfit {
+                    origin: candidate.origin.clone(),
+                    reason: format!("{}: {}", refusal.stage, refusal.reason),
+                })?;
+                handle.swap(provider);
+                handle
+            }
+        };
         info!(
             provider = %template.name, digest = %candidate.digest, source = %candidate.origin,
             seconds = started.elapsed().as_secs_f64(), "loaded the provider"
@@ -127,7 +173,7 @@ impl Reloader {
             serving_wasm: candidate,
             last_tried: Some(serving),
             observers,
-            handle: ProviderHandle::new(provider),
+            handle,
             latest_inputs,
             template,
         };

@@ -39,11 +39,13 @@ impl Reporter {
         &self.regarding
     }
 
-    pub(crate) fn reloaded(&self, note: String) {
+    /// Reports a change that took effect, as a Normal event.
+    pub fn reloaded(&self, note: String) {
         self.events.normal(self.regarding.clone(), RELOADED, note);
     }
 
-    pub(crate) fn rejected(&self, note: String) {
+    /// Reports a change refused, as a Warning event.
+    pub fn rejected(&self, note: String) {
         self.events.warning(self.regarding.clone(), REJECTED, note);
     }
 }

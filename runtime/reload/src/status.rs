@@ -64,6 +64,11 @@ impl StatusBoard {
         self.providers.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(name).cloned()
     }
 
+    /// Forgets a provider no longer configured.
+    pub fn remove(&self, name: &str) {
+        self.providers.write().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(name);
+    }
+
     pub(crate) fn update(
         &self,
         name: &str,

@@ -1,0 +1,337 @@
+//! `--providers-config`: the providers one process runs side by side, each
+//! with its own source, sandbox, limits and share of the work, as YAML or
+//! JSON. A file is checked whole: every error of every provider is listed.
+
+use std::collections::BTreeSet;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytesize::ByteSize;
+use serde::Deserialize;
+use wasm_ccm_controllers::Serves;
+use wasm_ccm_host::{ProviderSpec, Rate};
+use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
+
+use crate::provider_args::{SandboxArgs, sealed_credential};
+use crate::provider_source::SourceArgs;
+use crate::registry_args::RegistryArgs;
+
+/// The file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProvidersFile {
+    /// The providers, by unique name.
+    pub providers: Vec<ProviderEntry>,
+}
+
+/// One provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderEntry {
+    /// The name its metrics, events, `/providers` entry and load balancer
+    /// annotations carry.
+    pub name: String,
+    /// Its component, as `--provider`: a file, `configmap:NS/NAME/KEY` or
+    /// `oci://REF`.
+    pub source: String,
+    /// As `--provider-sha256`.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// As `--provider-public-key`.
+    #[serde(default)]
+    pub public_key: Option<PathBuf>,
+    /// As `--provider-signature`.
+    #[serde(default)]
+    pub signature: Option<PathBuf>,
+    /// As `--provider-minimum-version`.
+    #[serde(default)]
+    pub minimum_version: Option<String>,
+    /// As `--cloud-config`.
+    #[serde(default)]
+    pub cloud_config: Option<PathBuf>,
+    /// As `--provider-credentials`.
+    #[serde(default)]
+    pub credentials: Option<PathBuf>,
+    /// As `--provider-sealed-credentials`: `NAME=ROLE` entries.
+    #[serde(default)]
+    pub sealed_credentials: Vec<String>,
+    /// As `--provider-ca-file`.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// As `--provider-allow`.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// What it may use.
+    #[serde(default)]
+    pub limits: LimitsEntry,
+    /// The `spec.loadBalancerClass`es of the Services it serves.
+    #[serde(default)]
+    pub load_balancer_classes: Vec<String>,
+    /// Whether it serves Services without a class; one provider at most.
+    #[serde(default)]
+    pub default_load_balancer: bool,
+    /// Whether it serves the node controllers; one provider at most.
+    #[serde(default)]
+    pub nodes: bool,
+    /// Whether it serves the route controller; one provider at most.
+    #[serde(default)]
+    pub routes: bool,
+}
+
+/// A provider's limits; each unset one takes the default of its flag.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsEntry {
+    /// Memory of one instance, as `--provider-memory` (`64MiB`).
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// Time one call may take, as `--provider-deadline` (`30s`).
+    #[serde(default)]
+    pub deadline: Option<String>,
+    /// Calls at once, as `--provider-concurrency`.
+    #[serde(default)]
+    pub concurrent_calls: Option<usize>,
+    /// Calls started per second; unset: no limit.
+    #[serde(default)]
+    pub calls_per_second: Option<NonZeroU32>,
+    /// Outbound HTTP requests per second; unset: no limit.
+    #[serde(default)]
+    pub http_requests_per_second: Option<NonZeroU32>,
+    /// Outbound HTTP requests at once after a quiet spell; by default one
+    /// second's worth.
+    #[serde(default)]
+    pub http_burst: Option<NonZeroU32>,
+    /// The largest HTTP response body, as `--provider-max-response`.
+    #[serde(default)]
+    pub max_response: Option<String>,
+}
+
+/// A provider of the file, read and checked: ready to load.
+#[derive(Clone)]
+pub struct PlannedProvider {
+    /// The entry it came from, to tell what changed.
+    pub entry: ProviderEntry,
+    /// Its sandbox, configuration and credentials.
+    pub template: ProviderSpec,
+    /// Where its versions come from; `None`: the template's component,
+    /// fixed.
+    pub source: Option<SourceSettings>,
+    /// Its configuration file and credentials directory, watched.
+    pub inputs: InputFiles,
+    /// What it serves.
+    pub serves: Serves,
+}
+
+/// Why a providers file was refused: every problem found.
+#[derive(Debug, thiserror::Error)]
+#[error("the providers file is invalid:\n  - {}", .problems.join("\n  - "))]
+pub struct InvalidProvidersFile {
+    /// Each problem, naming its provider.
+    pub problems: Vec<String>,
+}
+
+impl InvalidProvidersFile {
+    fn one(problem: String) -> Self {
+        InvalidProvidersFile { problems: vec![problem] }
+    }
+}
+
+/// How every provider of a file is read: what flags give them all.
+#[derive(Debug, Clone)]
+pub struct FileDefaults {
+    /// The cluster's name, passed to every provider.
+    pub cluster_name: String,
+    /// How often sources and inputs are polled.
+    pub poll_interval: Duration,
+    /// How registries are reached.
+    pub registry: RegistryArgs,
+}
+
+/// Parses `bytes` (YAML, of which JSON is a part) and checks every
+/// provider: its sandbox and source as their flags are checked, and what
+/// it serves against the others.
+///
+/// # Errors
+/// Every problem found, each naming its provider.
+pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider>, InvalidProvidersFile> {
+    let file: ProvidersFile = serde_norway::from_slice(bytes)
+        .map_err(|err| InvalidProvidersFile::one(format!("not a providers file: {err}")))?;
+    let mut problems = Vec::new();
+    if file.providers.is_empty() {
+        problems.push("no providers".to_owned());
+    }
+    let mut names = BTreeSet::new();
+    let mut classes = std::collections::BTreeMap::<&str, &str>::new();
+    let mut singles: [(&str, Option<&str>); 3] = [("defaultLoadBalancer", None), ("nodes", None), ("routes", None)];
+    for entry in &file.providers {
+        let name = entry.name.as_str();
+        if name.trim().is_empty() || name.len() > 63 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            problems.push(format!("provider {name:?}: a name is 1 to 63 letters, digits and dashes"));
+        }
+        if !names.insert(name) {
+            problems.push(format!("provider {name}: the name is used twice"));
+        }
+        for class in &entry.load_balancer_classes {
+            if class.trim().is_empty() {
+                problems.push(format!("provider {name}: an empty load balancer class"));
+            } else if let Some(other) = classes.insert(class, name) {
+                problems.push(format!("provider {name}: load balancer class {class} is served by {other} already"));
+            }
+        }
+        for (field, serves) in [(0, entry.default_load_balancer), (1, entry.nodes), (2, entry.routes)] {
+            let (what, holder) = &mut singles[field];
+            match (serves, *holder) {
+                (true, Some(other)) => problems.push(format!("provider {name}: {what} is served by {other} already")),
+                (true, None) => *holder = Some(name),
+                (false, _) => {}
+            }
+        }
+        if entry.load_balancer_classes.is_empty() && !entry.default_load_balancer && !entry.nodes && !entry.routes {
+            problems.push(format!(
+                "provider {name}: serves nothing (set loadBalancerClasses, defaultLoadBalancer, nodes or routes)"
+            ));
+        }
+    }
+    let mut planned = Vec::new();
+    for entry in file.providers {
+        match plan_one(&entry, defaults) {
+            Ok((template, source, inputs)) => {
+                let serves = Serves {
+                    load_balancer_classes: entry.load_balancer_classes.iter().cloned().collect(),
+                    default_load_balancer: entry.default_load_balancer,
+                    nodes: entry.nodes,
+                    routes: entry.routes,
+                };
+                planned.push(PlannedProvider { entry, template, source: Some(source), inputs, serves });
+            }
+            Err(err) => problems.push(format!("provider {}: {err:#}", entry.name)),
+        }
+    }
+    if problems.is_empty() { Ok(planned) } else { Err(InvalidProvidersFile { problems }) }
+}
+
+/// One provider's sandbox, source and inputs, read through the flags'
+/// own checks.
+fn plan_one(
+    entry: &ProviderEntry,
+    defaults: &FileDefaults,
+) -> anyhow::Result<(ProviderSpec, SourceSettings, InputFiles)> {
+    let location: Location = entry.source.parse().map_err(|err| anyhow::anyhow!("source: {err}"))?;
+    let limits = &entry.limits;
+    let size = |value: &Option<String>, default: &str, field: &str| -> anyhow::Result<ByteSize> {
+        value.as_deref().unwrap_or(default).parse().map_err(|err| anyhow::anyhow!("limits.{field}: {err}"))
+    };
+    let sealed_credentials = entry
+        .sealed_credentials
+        .iter()
+        .map(|sealed| sealed_credential(sealed).map_err(|err| anyhow::anyhow!("sealedCredentials: {err}")))
+        .collect::<anyhow::Result<_>>()?;
+    let sandbox = SandboxArgs {
+        cloud_config: entry.cloud_config.clone(),
+        credentials: entry.credentials.clone(),
+        sealed_credentials,
+        ca_file: entry.ca_file.clone(),
+        allow: entry.allow.clone(),
+        deadline: humantime::parse_duration(limits.deadline.as_deref().unwrap_or("30s"))
+            .map_err(|err| anyhow::anyhow!("limits.deadline: {err}"))?,
+        memory: size(&limits.memory, "64MiB", "memory")?,
+        concurrency: limits.concurrent_calls.unwrap_or(64),
+        max_response: size(&limits.max_response, "16MiB", "maxResponse")?,
+    };
+    let mut template = sandbox.template(&entry.name, &defaults.cluster_name)?;
+    template.limits.calls = limits.calls_per_second.map(|per_second| Rate { per_second, burst: per_second });
+    template.limits.http_requests = limits
+        .http_requests_per_second
+        .map(|per_second| Rate { per_second, burst: limits.http_burst.unwrap_or(per_second) });
+    if limits.http_burst.is_some() && limits.http_requests_per_second.is_none() {
+        anyhow::bail!("limits.httpBurst needs limits.httpRequestsPerSecond");
+    }
+    let minimum_version = match &entry.minimum_version {
+        Some(version) => Some(version.parse().map_err(|err| anyhow::anyhow!("minimumVersion: {err}"))?),
+        None => None,
+    };
+    let source_args = SourceArgs {
+        sha256: entry.sha256.clone(),
+        public_key: entry.public_key.clone(),
+        signature: entry.signature.clone(),
+        poll_interval: defaults.poll_interval,
+        minimum_version,
+        registry: defaults.registry.clone(),
+    };
+    let source = source_args.settings(location)?;
+    Ok((template, source, sandbox.input_files()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> FileDefaults {
+        FileDefaults {
+            cluster_name: "kubernetes".into(),
+            poll_interval: Duration::from_secs(30),
+            registry: RegistryArgs::default(),
+        }
+    }
+
+    #[test]
+    fn a_file_of_two_providers_is_planned_with_their_limits_and_classes() {
+        let file = br#"
+providers:
+  - name: vendor-a
+    source: /providers/a.wasm
+    allow: ["https://api.a.example"]
+    limits: {memory: 32MiB, deadline: 5s, concurrentCalls: 8, callsPerSecond: 50, httpRequestsPerSecond: 10, httpBurst: 20}
+    loadBalancerClasses: [a.example/lb]
+    defaultLoadBalancer: true
+    nodes: true
+  - name: vendor-b
+    source: configmap:kube-system/vendor-b/provider.wasm
+    loadBalancerClasses: [b.example/lb, b.example/internal]
+"#;
+        let planned = plan(file, &defaults()).unwrap();
+        let [a, b] = planned.as_slice() else { panic!("two providers") };
+        assert_eq!(a.template.name, "vendor-a");
+        assert_eq!(a.template.limits.memory, 32 << 20);
+        assert_eq!(a.template.limits.deadline, Duration::from_secs(5));
+        assert_eq!(a.template.limits.concurrency, 8);
+        let http = a.template.limits.http_requests.unwrap();
+        assert_eq!((http.per_second.get(), http.burst.get()), (10, 20));
+        assert_eq!(a.template.limits.calls.unwrap().per_second.get(), 50);
+        assert!(a.serves.default_load_balancer && a.serves.nodes && !a.serves.routes);
+        assert_eq!(b.serves.load_balancer_classes.len(), 2);
+        assert_eq!(b.template.limits.http_requests, None);
+    }
+
+    #[test]
+    fn every_problem_of_a_bad_file_is_listed() {
+        let file = br#"{"providers": [
+  {"name": "a", "source": "/a.wasm", "loadBalancerClasses": ["x"], "nodes": true},
+  {"name": "a", "source": "/b.wasm", "loadBalancerClasses": ["x"], "nodes": true},
+  {"name": "c", "source": "/c.wasm"},
+  {"name": "d", "source": "/d.wasm", "routes": true, "limits": {"memory": "lots"}},
+  {"name": "e", "source": "ftp://nowhere", "routes": true}
+]}"#;
+        let Err(InvalidProvidersFile { problems }) = plan(file, &defaults()) else { panic!("refused") };
+        let expected = [
+            "provider a: the name is used twice",
+            "provider a: load balancer class x is served by a already",
+            "provider a: nodes is served by a already",
+            "provider c: serves nothing",
+            "provider e: routes is served by d already",
+            "provider d: limits.memory",
+            "provider e: source",
+        ];
+        for expected in expected {
+            assert!(problems.iter().any(|problem| problem.starts_with(expected)), "{expected}: {problems:#?}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let file = b"providers: [{name: a, source: /a.wasm, nodes: true, memory: 1GiB}]";
+        let Err(err) = plan(file, &defaults()) else { panic!("refused") };
+        assert!(err.to_string().contains("unknown field `memory`"), "{err}");
+    }
+}
