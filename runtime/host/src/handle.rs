@@ -1,29 +1,45 @@
 //! The handle the controllers call a provider through: typed functions over
-//! Kubernetes objects, a limit on calls at once, and an atomic swap of the
-//! loaded provider behind it.
+//! Kubernetes objects, limits on calls per second and at once, and an atomic
+//! swap of the loaded provider behind it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
-use tokio::sync::Semaphore;
 
+use crate::admission::{Admission, Admitted};
 use crate::convert;
 use crate::error::ProviderError;
 use crate::node_sets::NodeSets;
 use crate::provider::{LoadedProvider, Operation, operation};
 use crate::types::{InstanceMetadata, ProviderInfo, Route, Zone};
+use crate::usage::{Calls, Usage};
 
 /// A provider, swappable while it serves.
 ///
-/// Clones share the provider. A call runs on the provider loaded when it
-/// starts; [`ProviderHandle::swap`] makes new calls use another while calls
-/// in flight finish on the old one.
+/// Clones share the provider. A call waits for the call rate
+/// ([`Limits::calls`](crate::Limits::calls)), then for a place among the
+/// calls at once ([`Limits::concurrency`](crate::Limits::concurrency)),
+/// and runs on the provider loaded when it gets in. [`ProviderHandle::swap`]
+/// makes new calls use another provider while calls in flight finish on the
+/// old one.
 #[derive(Clone)]
 pub struct ProviderHandle {
-    current: Arc<ArcSwap<LoadedProvider>>,
-    permits: Arc<Semaphore>,
+    serving: Arc<ArcSwap<Serving>>,
+    swapping: Arc<Mutex<()>>,
+    calls: Arc<Calls>,
     node_sets: Arc<NodeSets>,
+}
+
+/// The provider new calls go to, and how they get in.
+struct Serving {
+    provider: Arc<LoadedProvider>,
+    admission: Arc<Admission>,
+}
+
+/// How calls of `provider` get in, by its limits.
+fn admission(provider: &LoadedProvider) -> Admission {
+    Admission::new(provider.name(), provider.limits(), provider.metrics())
 }
 
 /// Builds an [`Operation`] calling `$function` of the `$interface` export
@@ -37,36 +53,65 @@ macro_rules! operation {
 }
 
 impl ProviderHandle {
-    /// A handle serving `provider`, running at most its concurrency limit of
-    /// calls at once.
+    /// A handle serving `provider` within its limits.
     pub fn new(provider: LoadedProvider) -> Self {
-        let permits = Arc::new(Semaphore::new(provider.limits().concurrency.max(1)));
-        ProviderHandle { current: Arc::new(ArcSwap::from_pointee(provider)), permits, node_sets: Arc::default() }
+        let admission = Arc::new(admission(&provider));
+        ProviderHandle {
+            serving: Arc::new(ArcSwap::from_pointee(Serving { provider: Arc::new(provider), admission })),
+            swapping: Arc::default(),
+            calls: Arc::default(),
+            node_sets: Arc::default(),
+        }
     }
 
     /// The provider new calls go to.
     pub fn current(&self) -> Arc<LoadedProvider> {
-        self.current.load_full()
+        self.serving.load().provider.clone()
     }
 
     /// Makes new calls go to `provider`; returns the one it replaces, which
     /// finishes the calls it has in flight.
-    pub fn swap(&self, provider: LoadedProvider) -> Arc<LoadedProvider> {
-        self.current.swap(Arc::new(provider))
+    ///
+    /// When `provider`'s `concurrency` or `calls` limit differs from the
+    /// serving one's, new calls get in by a new count of calls at once and a
+    /// new, full, bucket, while calls in flight or waiting keep what they
+    /// hold: until those end, the old and the new limits both apply. The
+    /// HTTP request bucket is kept when its rate is the same, as
+    /// [`LoadedProvider`] says.
+    pub fn swap(&self, mut provider: LoadedProvider) -> Arc<LoadedProvider> {
+        let _swapping = self.swapping.lock().unwrap_or_else(PoisonError::into_inner);
+        let serving = self.serving.load_full();
+        provider.take_over(&serving.provider);
+        let admission = if serving.admission.fits(provider.limits()) {
+            serving.admission.clone()
+        } else {
+            Arc::new(admission(&provider))
+        };
+        self.serving.store(Arc::new(Serving { provider: Arc::new(provider), admission }));
+        serving.provider.clone()
+    }
+
+    /// What the provider uses now: calls in flight and waiting, and the
+    /// memory of its live instances, those of replaced providers included.
+    pub fn usage(&self) -> Usage {
+        self.calls.usage(self.serving.load().provider.memory_in_use())
     }
 
     /// What the current provider said about itself.
     pub fn info(&self) -> ProviderInfo {
-        self.current.load().info().clone()
+        self.serving.load().provider.info().clone()
     }
 
-    async fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ProviderError> {
-        self.permits.acquire().await.map_err(|_| ProviderError::Host("the provider handle is closed".into()))
+    /// Waits until the call rate and a place among the calls at once let a
+    /// call in.
+    async fn admit(&self) -> Result<Admitted<'_>, ProviderError> {
+        let admission = self.serving.load().admission.clone();
+        admission.enter(&self.calls).await
     }
 
     async fn call<R: Send>(&self, function: &'static str, operation: Operation<R>) -> Result<R, ProviderError> {
-        let _permit = self.permit().await?;
-        self.current.load_full().call(function, operation).await
+        let _admitted = self.admit().await?;
+        self.current().call(function, operation).await
     }
 
     /// Starts an instance of the current provider and asks its name: a
@@ -75,12 +120,12 @@ impl ProviderHandle {
     /// # Errors
     /// The sandbox's error.
     pub async fn probe(&self) -> Result<(), ProviderError> {
-        let _permit = self.permit().await?;
-        self.current.load_full().probe().await
+        let _admitted = self.admit().await?;
+        self.current().probe().await
     }
 
     fn cluster_name(&self) -> String {
-        self.current.load().cluster_name().to_owned()
+        self.serving.load().provider.cluster_name().to_owned()
     }
 
     /// `GetLoadBalancer`: the status, or `None` when there is none.

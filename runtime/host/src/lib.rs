@@ -3,14 +3,16 @@
 //!
 //! Build an [`Engine`] once, [`LoadedProvider::load`] a provider from a
 //! [`ProviderSpec`], and call it through a [`ProviderHandle`], which takes
-//! and returns Kubernetes objects and can swap in another provider while it
-//! serves.
+//! and returns Kubernetes objects, keeps calls within the provider's rate
+//! and concurrency limits, reports their [`Usage`], and can swap in another
+//! provider while it serves.
 //!
 //! Every call gets a fresh instance with a deadline that also bounds host
 //! calls, a memory limit, and only the imports the contract grants: HTTP to
 //! the hosts of its allow-list, its own credentials, logging, clocks and
 //! randomness.
 
+mod admission;
 mod bindings;
 pub mod cache;
 pub mod component;
@@ -25,7 +27,9 @@ mod log;
 pub mod metrics;
 mod node_sets;
 mod provider;
+mod throttle;
 pub mod types;
+mod usage;
 mod wasi;
 
 pub use cache::{CacheOutcome, CompileCache};
@@ -37,3 +41,4 @@ pub use http::allowlist::AllowList;
 pub use limits::{Limits, Rate};
 pub use metrics::ProviderMetrics;
 pub use provider::{LoadedProvider, ProviderSpec};
+pub use usage::Usage;

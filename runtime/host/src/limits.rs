@@ -2,6 +2,8 @@
 //! once and per second, HTTP requests per second, HTTP body sizes.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
@@ -29,7 +31,8 @@ pub struct Limits {
     pub http_request_body: usize,
     /// The largest HTTP response body a provider may receive, in bytes.
     pub http_response_body: usize,
-    /// Calls started per second; more wait their turn. `None`: no limit.
+    /// Calls started per second; more wait their turn, before they take a
+    /// place among the `concurrency` calls at once. `None`: no limit.
     pub calls: Option<Rate>,
     /// Outbound HTTP requests per second, to keep within the cloud API's
     /// quota; a request over it waits, within its call's deadline. `None`:
@@ -62,17 +65,23 @@ pub(crate) const MAX_RESOURCES: usize = 1024;
 /// Caps the memory of an instance, all its linear memories together, and
 /// their number, and remembers whether the cap was hit, so that the trap
 /// that usually follows can be reported as what it is.
+///
+/// What it grants is added to a count shared with other instances, and
+/// taken back when the limiter, and so its store, is dropped, however the
+/// instance ended.
 #[derive(Debug)]
 pub struct MemoryLimiter {
     limit: usize,
     used: usize,
     hit: bool,
+    in_use: Arc<AtomicU64>,
 }
 
 impl MemoryLimiter {
-    /// A limiter allowing `limit` bytes of linear memory in all.
-    pub fn new(limit: u64) -> Self {
-        MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), used: 0, hit: false }
+    /// A limiter allowing `limit` bytes of linear memory in all, adding
+    /// what it grants to `in_use`.
+    pub fn new(limit: u64, in_use: Arc<AtomicU64>) -> Self {
+        MemoryLimiter { limit: usize::try_from(limit).unwrap_or(usize::MAX), used: 0, hit: false, in_use }
     }
 
     /// Whether the instance tried to grow past its limit.
@@ -87,6 +96,10 @@ impl ResourceLimiter for MemoryLimiter {
         let allowed = used <= self.limit && maximum.is_none_or(|maximum| desired <= maximum);
         self.hit |= !allowed;
         if allowed {
+            // Adding before taking back keeps the shared count from dipping
+            // below what the other instances hold.
+            self.in_use.fetch_add(used as u64, Ordering::Relaxed);
+            self.in_use.fetch_sub(self.used as u64, Ordering::Relaxed);
             self.used = used;
         }
         Ok(allowed)
@@ -101,13 +114,19 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
+impl Drop for MemoryLimiter {
+    fn drop(&mut self) {
+        self.in_use.fetch_sub(self.used as u64, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn refuses_growth_past_the_limit_and_remembers_it() {
-        let mut limiter = MemoryLimiter::new(1 << 20);
+        let mut limiter = MemoryLimiter::new(1 << 20, Arc::default());
         assert!(limiter.memory_growing(0, 1 << 20, None).unwrap());
         assert!(!limiter.hit());
         assert!(!limiter.memory_growing(1 << 20, (1 << 20) + 65536, None).unwrap());
@@ -116,7 +135,7 @@ mod tests {
 
     #[test]
     fn counts_every_memory_of_the_instance_against_one_limit() {
-        let mut limiter = MemoryLimiter::new(64 << 20);
+        let mut limiter = MemoryLimiter::new(64 << 20, Arc::default());
         assert!(limiter.memory_growing(0, 40 << 20, None).unwrap(), "the first memory");
         assert!(!limiter.memory_growing(0, 40 << 20, None).unwrap(), "a second memory past the total");
         assert!(limiter.hit());
@@ -130,7 +149,7 @@ mod tests {
         let memories = |count: usize| format!("(module {})", "(memory 1)".repeat(count));
         let instantiate = |count: usize| {
             let module = wasmtime::Module::new(&engine, memories(count)).unwrap();
-            let mut store = wasmtime::Store::new(&engine, MemoryLimiter::new(64 << 20));
+            let mut store = wasmtime::Store::new(&engine, MemoryLimiter::new(64 << 20, Arc::default()));
             store.limiter(|limiter| limiter);
             wasmtime::Instance::new(&mut store, &module, &[]).map(drop)
         };
@@ -140,8 +159,24 @@ mod tests {
     }
 
     #[test]
+    fn counts_what_it_grants_in_the_shared_count_until_dropped() {
+        let in_use = Arc::new(AtomicU64::new(0));
+        let mut first = MemoryLimiter::new(64 << 20, in_use.clone());
+        let mut second = MemoryLimiter::new(1 << 20, in_use.clone());
+        assert!(first.memory_growing(0, 1 << 20, None).unwrap());
+        assert!(first.memory_growing(1 << 20, 3 << 20, None).unwrap());
+        assert!(second.memory_growing(0, 1 << 20, None).unwrap());
+        assert!(!second.memory_growing(1 << 20, 2 << 20, None).unwrap(), "refused growth is not counted");
+        assert_eq!(in_use.load(Ordering::Relaxed), 4 << 20);
+        drop(first);
+        assert_eq!(in_use.load(Ordering::Relaxed), 1 << 20);
+        drop(second);
+        assert_eq!(in_use.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
     fn respects_the_memory_s_own_maximum() {
-        let mut limiter = MemoryLimiter::new(1 << 30);
+        let mut limiter = MemoryLimiter::new(1 << 30, Arc::default());
         assert!(!limiter.memory_growing(0, 2 << 20, Some(1 << 20)).unwrap());
     }
 }

@@ -1,7 +1,9 @@
 //! Metrics of provider calls and of the sandbox around them.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -52,6 +54,41 @@ fn call_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 20))
 }
 
+/// Waits at one rate limit, of every provider.
+#[derive(Default)]
+struct WaitFamilies {
+    count: Family<ProviderLabels, Counter>,
+    seconds: Family<ProviderLabels, Counter<f64, AtomicU64>>,
+}
+
+impl WaitFamilies {
+    /// Registers `<name>` counting waits and `<name>_seconds` summing them.
+    fn register(&self, registry: &mut Registry, name: &str, count_help: &str, seconds_help: &str) {
+        registry.register(name, count_help, self.count.clone());
+        registry.register(format!("{name}_seconds"), seconds_help, self.seconds.clone());
+    }
+
+    fn of(&self, provider: &str) -> Waits {
+        let labels = ProviderLabels { provider: provider.to_owned() };
+        Waits { count: self.count.get_or_create(&labels).clone(), seconds: self.seconds.get_or_create(&labels).clone() }
+    }
+}
+
+/// One provider's counters of waits at one rate limit.
+#[derive(Clone)]
+pub(crate) struct Waits {
+    count: Counter,
+    seconds: Counter<f64, AtomicU64>,
+}
+
+impl Waits {
+    /// Records a wait.
+    pub(crate) fn record(&self, waited: Duration) {
+        self.count.inc();
+        self.seconds.inc_by(waited.as_secs_f64());
+    }
+}
+
 /// Distinct hosts labelled per provider; more are counted as `other`, so
 /// that a provider cannot grow the metrics without bound.
 const MAX_HOSTS: usize = 256;
@@ -64,6 +101,8 @@ struct Families {
     memory_limits: Family<ProviderLabels, Counter>,
     http: Family<HttpLabels, Counter>,
     compilations: Family<CompileLabels, Counter>,
+    call_waits: WaitFamilies,
+    http_waits: WaitFamilies,
 }
 
 /// Provider metrics, shared by every provider of an engine; clones share
@@ -84,6 +123,8 @@ impl Default for ProviderMetrics {
                 memory_limits: Family::default(),
                 http: Family::default(),
                 compilations: Family::default(),
+                call_waits: WaitFamilies::default(),
+                http_waits: WaitFamilies::default(),
             }),
         }
     }
@@ -117,6 +158,29 @@ impl ProviderMetrics {
              did not verify) or disabled",
             families.compilations.clone(),
         );
+        families.call_waits.register(
+            provider,
+            "call_throttled",
+            "Provider calls that waited for the provider's call rate",
+            "Seconds provider calls waited for the provider's call rate",
+        );
+        families.http_waits.register(
+            provider,
+            "http_throttled",
+            "Outbound HTTP requests of providers that waited for the provider's request rate",
+            "Seconds outbound HTTP requests of providers waited for the provider's request rate",
+        );
+    }
+
+    /// The counters of `provider`'s calls waiting for its call rate.
+    pub(crate) fn call_waits(&self, provider: &str) -> Waits {
+        self.families.call_waits.of(provider)
+    }
+
+    /// The counters of `provider`'s HTTP requests waiting for its request
+    /// rate.
+    pub(crate) fn http_waits(&self, provider: &str) -> Waits {
+        self.families.http_waits.of(provider)
     }
 
     /// Records where a load's compiled code came from.

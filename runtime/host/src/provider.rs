@@ -1,6 +1,7 @@
 //! A loaded provider: its compiled component, its settings, and how one call
 //! runs: a fresh instance in a fresh store, a deadline that covers host
-//! calls, a memory limit, and every failure turned into a [`ProviderError`].
+//! calls, a memory limit, an HTTP request rate shared by its calls, and
+//! every failure turned into a [`ProviderError`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,8 @@ use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
+use crate::metrics::ProviderMetrics;
+use crate::throttle::Throttle;
 use crate::types::ProviderInfo;
 use crate::{component, convert, wasi};
 
@@ -96,6 +99,11 @@ where
 }
 
 /// A compiled, checked and started provider.
+///
+/// Its calls share one bucket of [`Limits::http_requests`]. A provider
+/// swapped in for it by [`ProviderHandle::swap`](crate::ProviderHandle::swap)
+/// takes the bucket over when its rate is the same, and otherwise starts
+/// with a full bucket of its own.
 pub struct LoadedProvider {
     name: Arc<str>,
     engine: Engine,
@@ -104,6 +112,8 @@ pub struct LoadedProvider {
     cluster_name: String,
     credentials: Arc<Credentials>,
     outbound: Arc<Outbound>,
+    http_rate: Option<Arc<Throttle>>,
+    memory_in_use: Arc<AtomicU64>,
     limits: Limits,
     info: ProviderInfo,
     compiled: CacheOutcome,
@@ -136,6 +146,10 @@ impl LoadedProvider {
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
             spec.trusted_certificates.as_deref(),
         )?;
+        let http_rate = spec
+            .limits
+            .http_requests
+            .map(|rate| Arc::new(Throttle::new(rate, engine.metrics().http_waits(&spec.name))));
         let mut provider = LoadedProvider {
             name: spec.name.into(),
             engine: engine.clone(),
@@ -144,6 +158,8 @@ impl LoadedProvider {
             cluster_name: spec.cluster_name,
             credentials: Arc::new(spec.credentials),
             outbound: Arc::new(outbound),
+            http_rate,
+            memory_in_use: Arc::default(),
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
             compiled: cache_outcome,
@@ -172,9 +188,30 @@ impl LoadedProvider {
         &self.limits
     }
 
+    /// The metrics its calls are recorded in.
+    pub(crate) fn metrics(&self) -> &ProviderMetrics {
+        self.engine.metrics()
+    }
+
     /// The cluster name it was initialised with.
     pub fn cluster_name(&self) -> &str {
         &self.cluster_name
+    }
+
+    /// Bytes of linear memory its live instances have, and those of the
+    /// providers it took over from.
+    pub(crate) fn memory_in_use(&self) -> u64 {
+        self.memory_in_use.load(Ordering::Relaxed)
+    }
+
+    /// Takes over from `serving`, the provider it replaces, what outlives a
+    /// version: the count of memory in use, and the HTTP request bucket
+    /// when the rate is the same.
+    pub(crate) fn take_over(&mut self, serving: &LoadedProvider) {
+        self.memory_in_use = serving.memory_in_use.clone();
+        if self.limits.http_requests == serving.limits.http_requests {
+            self.http_rate = serving.http_rate.clone();
+        }
     }
 
     /// Asks the provider who it is, in one instance: its name, then
@@ -279,10 +316,11 @@ impl LoadedProvider {
         let state = CallState {
             wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr),
             table: resource_table(),
-            limiter: MemoryLimiter::new(self.limits.memory),
+            limiter: MemoryLimiter::new(self.limits.memory, self.memory_in_use.clone()),
             http: HttpImport {
                 metrics: self.engine.metrics().clone(),
                 outbound: self.outbound.clone(),
+                rate: self.http_rate.clone(),
                 credentials: self.credentials.clone(),
                 deadline,
                 origin: origin.clone(),

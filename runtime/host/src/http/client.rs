@@ -17,6 +17,7 @@ use crate::credentials::{Credentials, Role};
 use crate::error::LoadError;
 use crate::http::allowlist::{AllowList, Denied, Target};
 use crate::http::sigv4::{self, SigningError};
+use crate::throttle::Throttle;
 
 /// Redirects followed before giving up.
 const MAX_REDIRECTS: usize = 5;
@@ -128,11 +129,18 @@ impl Outbound {
         Ok(Outbound { client, allow_list, limits })
     }
 
-    /// Sends `request` for a call whose deadline is `deadline`.
+    /// Sends `request` for a call whose deadline is `deadline`, each hop
+    /// once `rate` lets it.
+    ///
+    /// A wait for `rate` that outlasts the request's own timeout fails the
+    /// request; one that reaches the call's deadline does not end here, so
+    /// that the call ends at its deadline like any host call that outlasts
+    /// it.
     pub(crate) async fn send(
         &self,
         request: Request,
         credentials: &Credentials,
+        rate: Option<&Throttle>,
         deadline: Instant,
     ) -> Result<Response, HttpError> {
         let mut url = Url::parse(&request.url)
@@ -157,6 +165,14 @@ impl Outbound {
             };
             self.allow_list.check_url(&url).map_err(denied)?;
             let target = Target::of(&url).map_err(denied)?;
+            // Before signing, so that a signature is as fresh as its request.
+            if let Some(rate) = rate {
+                if until < deadline {
+                    tokio::time::timeout_at(until, rate.take()).await.map_err(|_| HttpError::Timeout)?;
+                } else {
+                    rate.take().await;
+                }
+            }
             let mut hop_headers = headers.clone();
             // Credentials go only to the origin the provider named.
             if let Some(auth) = request.auth.as_ref().filter(|_| url.origin() == origin) {

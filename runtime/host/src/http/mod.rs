@@ -1,5 +1,5 @@
 //! The `http` import: outbound requests, checked against the provider's
-//! allow-list and bounded by the call's deadline.
+//! allow-list, paced by its request rate and bounded by the call's deadline.
 
 pub mod allowlist;
 mod client;
@@ -16,6 +16,7 @@ use crate::bindings::http::{self, Error as HttpError, Request, Response};
 use crate::credentials::Credentials;
 use crate::log::Origin;
 use crate::metrics::ProviderMetrics;
+use crate::throttle::Throttle;
 
 /// The longest URL a provider may request, so that what the host parses
 /// and logs of it stays small.
@@ -25,6 +26,9 @@ const MAX_URL: usize = 8192;
 pub(crate) struct HttpImport {
     pub(crate) metrics: ProviderMetrics,
     pub(crate) outbound: Arc<Outbound>,
+    /// The provider's request rate, which every request and redirect
+    /// takes a token from.
+    pub(crate) rate: Option<Arc<Throttle>>,
     pub(crate) credentials: Arc<Credentials>,
     pub(crate) deadline: Instant,
     pub(crate) origin: Origin,
@@ -49,7 +53,11 @@ impl http::Host for HttpImport {
             .ok()
             .and_then(|url| url.host_str().map(|host| format!("{host}:{}", url.port_or_known_default().unwrap_or(0))))
             .unwrap_or_else(|| "invalid".to_owned());
-        let result = self.outbound.send(request, &self.credentials, self.deadline).instrument(span.clone()).await;
+        let result = self
+            .outbound
+            .send(request, &self.credentials, self.rate.as_deref(), self.deadline)
+            .instrument(span.clone())
+            .await;
         let status = match &result {
             Ok(response) => {
                 span.record("status", response.status);

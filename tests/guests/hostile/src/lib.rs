@@ -78,6 +78,16 @@ impl LoadBalancer for Hostile {
                 let response = Request::get(arg).send()?;
                 Ok(observed(format!("status {} body {}", response.status(), response.text())))
             }
+            "http-many" => {
+                // `COUNT URL`: COUNT requests one after the other.
+                let (count, url) = arg.split_once(' ').unwrap_or((arg, ""));
+                let count: usize = count.parse().map_err(|_| Error::other("http-many takes a count and a URL"))?;
+                let mut ok = 0;
+                for _ in 0..count {
+                    ok += usize::from(Request::get(url).send()?.is_success());
+                }
+                Ok(observed(format!("{ok} of {count} ok")))
+            }
             "http-auth" => {
                 let response = Request::get(arg).bearer("token").send()?;
                 Ok(observed(format!("status {} body {}", response.status(), response.text())))
