@@ -1,7 +1,8 @@
 //! The admin server: `/healthz`, `/livez`, `/readyz`, `/metrics` in
-//! Prometheus format and `/providers` (the provider versions loaded and the
-//! last rejections, as JSON), over HTTPS (with a self-signed certificate unless one
-//! is given) or, for local use, plain HTTP.
+//! Prometheus format and `/providers` (each provider's version, last
+//! rejection, what it serves, its limits and usage, as JSON), over HTTPS
+//! (with a self-signed certificate unless one is given) or, for local use,
+//! plain HTTP.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -17,9 +18,9 @@ use axum::routing::get;
 use axum_server::tls_rustls::RustlsConfig;
 use prometheus_client::registry::Registry;
 use wasm_ccm_controllers::{ClientSettings, Readiness};
-use wasm_ccm_reload::StatusBoard;
 
 use crate::delegation::{Delegation, DelegationArgs, guard};
+use crate::providers_view::ProvidersView;
 
 /// Admin server flags, as upstream's secure serving flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -101,7 +102,7 @@ impl Health {
 struct AppState {
     health: Health,
     registry: Registry,
-    providers: StatusBoard,
+    providers: ProvidersView,
 }
 
 async fn ok() -> &'static str {
@@ -148,7 +149,7 @@ pub async fn serve(
     cluster: &ClientSettings,
     health: Health,
     registry: Registry,
-    providers: StatusBoard,
+    providers: ProvidersView,
 ) -> anyhow::Result<Option<SocketAddr>> {
     if args.secure_port == 0 {
         return Ok(None);

@@ -9,6 +9,7 @@ use crate::provider_call::CallArgs;
 use crate::provider_inspect::InspectArgs;
 use crate::provider_new::NewArgs;
 use crate::provider_push::PushArgs;
+use crate::provider_status::StatusArgs;
 use crate::provider_verify::VerifyArgs;
 use crate::run::RunArgs;
 
@@ -59,6 +60,9 @@ pub enum ProviderCommand {
     /// Write a provider crate to start from: the SDK skeleton of the chosen
     /// parts, a native unit test and a README.
     New(NewArgs),
+    /// Show each provider of a running controller manager: its version,
+    /// what it serves, its limits and usage, from the admin server.
+    Status(StatusArgs),
 }
 
 #[cfg(test)]

@@ -15,8 +15,10 @@ mod provider_inspect;
 mod provider_new;
 mod provider_push;
 mod provider_source;
+mod provider_status;
 mod provider_verify;
 mod providers_file;
+mod providers_view;
 mod registry_args;
 mod run;
 mod signals;
@@ -48,6 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Command::Provider(ProviderCommand::Verify(args)) => provider_verify::verify(args).await,
             Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(*args).await,
             Command::Provider(ProviderCommand::New(args)) => provider_new::new(args),
+            Command::Provider(ProviderCommand::Status(args)) => provider_status::status(args).await,
         }
     })
 }

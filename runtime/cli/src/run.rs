@@ -25,6 +25,7 @@ use crate::fleet::{Fleet, LoadContext};
 use crate::leader::LeaderArgs;
 use crate::provider_source::SourceArgs;
 use crate::providers_file::{FileDefaults, PlannedProvider, ProviderEntry, plan};
+use crate::providers_view::ProvidersView;
 use crate::signals;
 use crate::upstream_args::UpstreamArgs;
 use crate::{ProviderArgs, SandboxArgs};
@@ -317,8 +318,9 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     let reloads = ReloadMetrics::default();
     reloads.register(&mut registry);
     let providers = StatusBoard::default();
+    let view = ProvidersView::new(providers.clone());
     let health = Health::default();
-    admin::serve(&options.admin, &options.client, health.clone(), registry, providers.clone()).await?;
+    admin::serve(&options.admin, &options.client, health.clone(), registry, view.clone()).await?;
     {
         let (health, stop) = (health.clone(), stop.clone());
         tokio::spawn(async move {
@@ -366,6 +368,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     for (name, member) in members.borrow().iter() {
         tracing::info!(provider = %name, parts = ?member.cloud.info().parts, serves = ?member.serves, "loaded the provider");
     }
+    view.serving(members.clone());
     health.provider_loaded();
     let manager = ControllerManager::with_providers(clients, members, options.settings, metrics.clone());
     manager.plan()?;

@@ -1192,3 +1192,72 @@ async fn each_controller_acts_as_its_own_service_account() {
     let refused: Vec<_> = requests.iter().filter(|(request, _)| request.code == 403).collect();
     assert!(refused.is_empty(), "nothing was refused: {refused:?}");
 }
+
+/// With the `providers-file` component: the fake provider twice from the
+/// providers file in its ConfigMap, each serving its own load balancer
+/// class from its own address pool, vendor-a Services without a class too.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_providers_file_component_runs_two_providers_by_class() {
+    let manifests = Manifests::build_with(&component("provider_fake.wasm"), None, &["providers-file"]);
+    let deployment = manifests.deployment();
+    let pod_name = "wasm-ccm-7c9d5b8f6-p2v9c";
+    let root = manifests.dir.path().join(pod_name);
+    let (mut args, env) = replica(&manifests, pod_name, &root);
+    assert!(!args.iter().any(|arg| arg.starts_with("--provider=")), "{args:?}");
+    // The paths inside the providers file are the pod's, as the flags' are.
+    let pod = deployment.spec.and_then(|spec| spec.template.spec).unwrap();
+    let mounts: Vec<(String, PathBuf)> = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|mount| (mount.mount_path.clone(), root.join(&mount.name)))
+        .collect();
+    let file = root.join("providers/providers.yaml");
+    let mut text = std::fs::read_to_string(&file).expect("the providers file is mounted");
+    for (path, dir) in &mounts {
+        text = text.replace(&format!("{path}/"), &format!("{}/", dir.display()));
+    }
+    std::fs::write(&file, text).unwrap();
+
+    let api = ApiServer::start().await.unwrap();
+    let replaced = [
+        ("--kubeconfig", kubeconfig(&api, manifests.dir.path()).display().to_string()),
+        ("--bind-address", "127.0.0.1".to_owned()),
+        ("--secure-port", free_port().to_string()),
+        ("--leader-elect", "false".to_owned()),
+    ];
+    for (flag, value) in replaced {
+        set_flag(&mut args, flag, &value);
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+    let mut process = Process::start(&args, &env);
+
+    let services: Api<Service> = Api::namespaced(api.client().await, "default");
+    for (name, class) in
+        [("a", Some("vendor-a.example.com/lb")), ("b", Some("vendor-b.example.com/lb")), ("plain", None)]
+    {
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"type": "LoadBalancer", "loadBalancerClass": class, "ports": [{"port": 80}]},
+        }))
+        .unwrap();
+        services.create(&PostParams::default(), &service).await.unwrap();
+    }
+    let mut ingress = BTreeMap::new();
+    for name in ["a", "b", "plain"] {
+        let ip = wait(&format!("an ingress for {name}"), async || {
+            let service = services.get(name).await.ok()?;
+            service.status?.load_balancer?.ingress?.first()?.ip.clone()
+        })
+        .await;
+        let last: u8 = ip.rsplit('.').next().unwrap().parse().unwrap();
+        ingress.insert(name, last);
+    }
+    assert!(ingress["a"] < 128 && ingress["plain"] < 128, "vendor-a's pool: {ingress:?}");
+    assert!(ingress["b"] >= 128, "vendor-b's pool: {ingress:?}");
+    let owner = |service: &Service| service.metadata.annotations.clone().unwrap_or_default();
+    let b = services.get("b").await.unwrap();
+    assert_eq!(owner(&b).get("wasm-ccm.io/load-balancer-provider").map(String::as_str), Some("vendor-b"));
+    process.signal("TERM");
+    process.wait(Duration::from_secs(30)).await.expect("it stops");
+}
