@@ -196,9 +196,13 @@ impl Metrics {
         queue.register("retries", "Keys requeued after a failure", families.queue_retries.clone());
     }
 
-    /// The same metrics, recording work done with the provider `name`.
+    /// The same metrics, recording work done with the provider `name`;
+    /// its counters show from now on, at zero until they count.
     pub fn for_provider(&self, name: &str) -> Metrics {
-        Metrics { families: self.families.clone(), provider: Arc::from(name) }
+        let metrics = Metrics { families: self.families.clone(), provider: Arc::from(name) };
+        metrics.families.loadbalancer_sync.get_or_create(&metrics.provider());
+        metrics.families.nodesync_errors.get_or_create(&metrics.provider());
+        metrics
     }
 
     fn provider(&self) -> ProviderLabels {

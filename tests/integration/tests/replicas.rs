@@ -54,18 +54,21 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
         (!reporters.is_empty()).then_some(reporters)
     })
     .await;
-    assert!(reporters.iter().all(|reporter| reporter == "replica-a"), "only the leader acts: {reporters:?}");
+    assert!(
+        reporters.iter().all(|reporter| reporter == "replica-a/provider_fake"),
+        "only the leader acts: {reporters:?}"
+    );
 
     let (_, metrics_a) = http_get(admin(port_a), "/metrics").await.unwrap();
     let (_, metrics_b) = http_get(admin(port_b), "/metrics").await.unwrap();
     for line in [
         "leader_election_master_status{name=\"cloud-controller-manager\"} 1",
         "running_managed_controllers{name=\"service\",manager=\"wasm-ccm\"} 1",
-        "service_controller_loadbalancer_sync_total 0",
+        "service_controller_loadbalancer_sync_total{provider=\"provider_fake\"} 0",
         "provider_call_duration_seconds_count{provider=\"provider_fake\",function=\"load-balancer.ensure\",outcome=\"ok\"} 1",
         "provider_http_requests_total{provider=\"provider_fake\",host=\"127.0.0.1:",
-        "workqueue_depth{name=\"service\"} 0",
-        "workqueue_adds_total{name=\"service\"}",
+        "workqueue_depth{name=\"service\",provider=\"provider_fake\"} 0",
+        "workqueue_adds_total{name=\"service\",provider=\"provider_fake\"}",
     ] {
         assert!(metrics_a.contains(line), "the leader's metrics lack {line}:\n{metrics_a}");
     }
@@ -86,7 +89,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
     setup.create_service("second").await;
     wait("an ingress for second", async || setup.ingress("second").await).await;
     let reporters = setup.reporters("EnsuredLoadBalancer", "second").await;
-    assert!(reporters.iter().all(|reporter| reporter == "replica-b"), "{reporters:?}");
+    assert!(reporters.iter().all(|reporter| reporter == "replica-b/provider_fake"), "{reporters:?}");
     assert_eq!(setup.ingress("first").await.as_deref(), Some(first_ip.as_str()), "the first load balancer is kept");
     assert_eq!(setup.cloud.objects("load-balancers").len(), 2, "no load balancer made twice");
     assert_eq!(setup.cloud.objects("addresses").len(), 2, "no address claimed twice");
