@@ -344,7 +344,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     let members = match options.providers {
         Providers::Single(setup) => {
             let name = setup.template.name.clone();
-            let fleet = Fleet::start(context, vec![(*setup).planned()], stop.clone())
+            let fleet = Fleet::start(context, vec![(*setup).planned()], stop.child_token())
                 .await
                 .with_context(|| format!("cannot load the provider {name}"))?;
             fleet.members()
@@ -358,7 +358,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
             let mut source: Source = settings.build(Some(client.clone()))?;
             let file = source.next().await.context("cannot read the providers file")?;
             let planned = plan(&file.wasm, &defaults)?;
-            let fleet = Fleet::start(context, planned, stop.clone()).await?;
+            let fleet = Fleet::start(context, planned, stop.child_token()).await?;
             let members = fleet.members();
             let reporter = regarding.map(|regarding| Reporter::new(client.clone(), regarding));
             tokio::spawn(fleet.follow(source, defaults, reporter));

@@ -200,8 +200,8 @@ impl Metrics {
     /// its counters show from now on, at zero until they count.
     pub fn for_provider(&self, name: &str) -> Metrics {
         let metrics = Metrics { families: self.families.clone(), provider: Arc::from(name) };
-        metrics.families.loadbalancer_sync.get_or_create(&metrics.provider());
-        metrics.families.nodesync_errors.get_or_create(&metrics.provider());
+        let _ = metrics.families.loadbalancer_sync.get_or_create(&metrics.provider());
+        let _ = metrics.families.nodesync_errors.get_or_create(&metrics.provider());
         metrics
     }
 
