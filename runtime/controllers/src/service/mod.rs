@@ -115,13 +115,18 @@ impl ServiceTriggers {
                 let key = ObjectRef::from_obj(&*service);
                 let observed = self.memory.observe(&key, &service);
                 let action = self.claim.decide(&service);
+                // Another provider letting the Service go changes only
+                // what this one does with it.
+                let turned = observed.previous.as_ref().is_some_and(|previous| self.claim.decide(previous) != action);
                 if let Some(previous) = observed.previous.filter(|_| observed.changed)
                     && let Some((reason, note)) =
                         update_event(&previous, &service, self.claim.wants(&previous), action == Action::Ensure)
                 {
                     self.events.normal(service.object_ref(&()), reason, note);
                 }
-                if (observed.changed && (action != Action::Ignore || observed.held)) || action == Action::Delete {
+                if ((observed.changed || turned) && (action != Action::Ignore || observed.held))
+                    || action == Action::Delete
+                {
                     self.queue.add(key);
                 }
             }

@@ -6,6 +6,8 @@ use std::hash::{Hash, Hasher};
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service, ServiceSpec};
 
+use super::claim::PROVIDER_ANNOTATION;
+
 /// The finalizer that keeps a Service until its load balancer is gone.
 pub const LOAD_BALANCER_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 /// Nodes with this label back no load balancer.
@@ -23,7 +25,13 @@ pub fn has_finalizer(service: &Service) -> bool {
 pub fn sync_digest(service: &Service) -> u64 {
     let mut hasher = DefaultHasher::new();
     service.metadata.uid.hash(&mut hasher);
-    service.metadata.annotations.hash(&mut hasher);
+    // Not the annotation naming the load balancer's provider, which the
+    // controller writes itself with the finalizer.
+    for annotation in service.metadata.annotations.iter().flatten() {
+        if annotation.0 != PROVIDER_ANNOTATION {
+            annotation.hash(&mut hasher);
+        }
+    }
     service.metadata.deletion_timestamp.is_some().hash(&mut hasher);
     if let Some(spec) = &service.spec {
         spec.type_.hash(&mut hasher);
@@ -197,6 +205,9 @@ mod tests {
         families.spec.as_mut().unwrap().ip_families = Some(vec!["IPv4".into(), "IPv6".into()]);
         changes.push(families);
         changes.push(service("ClusterIP"));
+        let mut owned = base.clone();
+        owned.metadata.annotations = Some([(PROVIDER_ANNOTATION.to_owned(), "a".to_owned())].into());
+        assert_eq!(sync_digest(&owned), digest, "the controller's own annotation is not a change");
         let mut classed = base.clone();
         classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/a".into());
         changes.push(classed);
