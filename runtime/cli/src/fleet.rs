@@ -56,12 +56,16 @@ impl Fleet {
         planned: Vec<PlannedProvider>,
         stop: CancellationToken,
     ) -> anyhow::Result<Self> {
+        let alone = planned.len() == 1;
         let loads = planned.into_iter().map(|planned| {
             let context = context.clone();
             let stop = stop.clone();
             async move {
                 let name = planned.template.name.clone();
-                load(&context, planned, None, &stop).await.map_err(|err| format!("provider {name}: {err:#}"))
+                load(&context, planned, None, &stop).await.map_err(|err| match alone {
+                    true => format!("cannot load the provider {name}: {err:#}"),
+                    false => format!("provider {name}: {err:#}"),
+                })
             }
         });
         let mut running = BTreeMap::new();
@@ -79,7 +83,10 @@ impl Fleet {
         }
         if !failures.is_empty() {
             stop.cancel();
-            anyhow::bail!("cannot load the providers:\n  - {}", failures.join("\n  - "));
+            match failures.as_slice() {
+                [failure] if alone => anyhow::bail!("{failure}"),
+                _ => anyhow::bail!("cannot load the providers:\n  - {}", failures.join("\n  - ")),
+            }
         }
         Ok(Fleet { context, running, members: watch::Sender::new(members), stop })
     }

@@ -343,10 +343,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     }
     let members = match options.providers {
         Providers::Single(setup) => {
-            let name = setup.template.name.clone();
-            let fleet = Fleet::start(context, vec![(*setup).planned()], stop.child_token())
-                .await
-                .with_context(|| format!("cannot load the provider {name}"))?;
+            let fleet = Fleet::start(context, vec![(*setup).planned()], stop.child_token()).await?;
             fleet.members()
         }
         Providers::File(setup) => {
