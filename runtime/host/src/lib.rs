@@ -8,14 +8,15 @@
 //! provider while it serves.
 //!
 //! Every call gets a fresh instance with a deadline that also bounds host
-//! calls, a memory limit, and only the imports the contract grants: HTTP to
-//! the hosts of its allow-list, its own credentials, logging, clocks and
-//! randomness.
+//! calls, a memory limit, a fair share of the CPU when it computes for long,
+//! and only the imports the contract grants: HTTP to the hosts of its
+//! allow-list, its own credentials, logging, clocks and randomness.
 
 mod admission;
 mod bindings;
 pub mod cache;
 pub mod component;
+mod compute;
 mod convert;
 pub mod credentials;
 pub mod engine;

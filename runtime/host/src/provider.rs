@@ -15,6 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{self, CloudProvider, CloudProviderPre};
 use crate::cache::CacheOutcome;
+use crate::compute::{CallCompute, HeavyCalls};
 use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine};
 use crate::error::{LoadError, ProviderError};
@@ -117,6 +118,7 @@ pub struct LoadedProvider {
     limits: Limits,
     info: ProviderInfo,
     compiled: CacheOutcome,
+    heavy: HeavyCalls,
 }
 
 impl LoadedProvider {
@@ -163,6 +165,7 @@ impl LoadedProvider {
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
             compiled: cache_outcome,
+            heavy: HeavyCalls::default(),
         };
         provider.info = provider.start().await.map_err(LoadError::Startup)?;
         Ok(provider)
@@ -331,12 +334,19 @@ impl LoadedProvider {
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
         let deadline = deadline.into_std();
+        let mut compute = CallCompute::new(self.heavy.clone());
         store.epoch_deadline_callback(move |_| {
-            if std::time::Instant::now() >= deadline {
-                Err(wasmtime::Error::new(DeadlineReached))
-            } else {
-                Ok(UpdateDeadline::Yield(1))
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Err(wasmtime::Error::new(DeadlineReached));
             }
+            Ok(match compute.tick() {
+                None => UpdateDeadline::Yield(1),
+                Some(pause) => {
+                    let pause = pause.min(deadline - now);
+                    UpdateDeadline::YieldCustom(1, Box::pin(tokio::time::sleep(pause)))
+                }
+            })
         });
         store.set_epoch_deadline(1);
         store

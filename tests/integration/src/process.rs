@@ -93,11 +93,11 @@ impl Process {
         Self::spawn(Self::command(args, env))
     }
 
-    /// Starts `wasm-ccm` with `args`, writing its output (logs go to stderr)
-    /// to the file `log`.
-    pub fn start_logged(args: &[String], log: &Path) -> Self {
+    /// Starts `wasm-ccm` with `args` and extra environment variables,
+    /// writing its output (logs go to stderr) to the file `log`.
+    pub fn start_logged(args: &[String], env: &[(&str, &str)], log: &Path) -> Self {
         let file = std::fs::File::create(log).expect("the log file");
-        let mut command = Self::command(args, &[]);
+        let mut command = Self::command(args, env);
         command.stdout(file.try_clone().expect("the log file")).stderr(file);
         Self::spawn(command)
     }

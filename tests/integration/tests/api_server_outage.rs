@@ -43,7 +43,7 @@ async fn an_api_server_restart_mid_sync_is_survived_and_logged_once() {
     // upstream's does.
     let lease = ["--leader-elect-lease-duration", "60s", "--leader-elect-renew-deadline", "45s"];
     args.extend(lease.into_iter().chain(["--log-format", "json"]).map(str::to_owned));
-    let mut process = Process::start_logged(&args, &log);
+    let mut process = Process::start_logged(&args, &[], &log);
 
     eventually("the first ingress", PATIENCE, async || (with_ingress(&replicas).await > 0).then_some(())).await;
     let plane = replicas.api.real();

@@ -67,7 +67,7 @@ async fn local_gives_an_existing_cluster_a_fake_cloud() {
         .map(String::from)
         .chain([kubeconfig.display().to_string(), "--provider".into(), provider.display().to_string()])
         .collect();
-    let mut local = Process::start_logged(&args, &output);
+    let mut local = Process::start_logged(&args, &[], &output);
     eventually("the summary", Duration::from_secs(30), async || {
         let text = std::fs::read_to_string(&output).ok()?;
         text.contains("keeps running").then_some(())
