@@ -115,9 +115,12 @@ async fn a_wait_past_the_deadline_ends_the_call_at_its_deadline() {
 async fn a_swap_keeps_the_bucket_of_the_same_rate_only() {
     let server = EchoServer::start().await.unwrap();
     let kept = rate(4, 3);
-    let handle = ProviderHandle::new(hostile("http-rate-swap", Limits { http_requests: Some(kept), ..Limits::default() }, &server).await);
+    let handle = ProviderHandle::new(
+        hostile("http-rate-swap", Limits { http_requests: Some(kept), ..Limits::default() }, &server).await,
+    );
     let same = hostile("http-rate-swap", Limits { http_requests: Some(kept), ..Limits::default() }, &server).await;
-    let other = hostile("http-rate-swap", Limits { http_requests: Some(rate(4, 6)), ..Limits::default() }, &server).await;
+    let other =
+        hostile("http-rate-swap", Limits { http_requests: Some(rate(4, 6)), ..Limits::default() }, &server).await;
 
     let start = Instant::now();
     assert_eq!(send(&handle, 3, &server).await.unwrap(), "3 of 3 ok");
