@@ -420,3 +420,154 @@ impl ProviderHandle {
         self.call("routes.delete-route", operation!(wasm_ccm_provider_routes.call_delete_route(cluster, route))).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    use prometheus_client::registry::Registry;
+
+    use super::*;
+    use crate::{AllowList, Credentials, Engine, EngineSettings, Limits, ProviderSpec, Rate};
+
+    /// A call to the fake provider that takes this long.
+    const SLOW: Duration = Duration::from_millis(600);
+
+    fn engine() -> Engine {
+        static ENGINE: OnceLock<Engine> = OnceLock::new();
+        ENGINE.get_or_init(|| Engine::new(EngineSettings::default()).unwrap()).clone()
+    }
+
+    /// The fake provider, built by `providers/build.sh`, under `name` with
+    /// `limits`; its `ListClusters` takes [`SLOW`].
+    async fn fake(name: &str, limits: Limits) -> LoadedProvider {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/wasm/provider_fake.wasm");
+        let wasm = std::fs::read(path).unwrap_or_else(|err| panic!("{path}: {err}; build it with providers/build.sh"));
+        let config = format!(
+            r#"{{"zone": {{"failureDomain": "a", "region": "r"}}, "faults": {{"clusters.list-clusters": {{"latencyMs": {}}}}}}}"#,
+            SLOW.as_millis()
+        );
+        let spec = ProviderSpec {
+            name: name.to_owned(),
+            wasm: wasm.into(),
+            config: config.into_bytes().into(),
+            cluster_name: "test".to_owned(),
+            credentials: Credentials::default(),
+            allow_list: AllowList::default(),
+            trusted_certificates: None,
+            limits,
+        };
+        LoadedProvider::load(&engine(), spec).await.unwrap()
+    }
+
+    fn rate(per_second: u32, burst: u32) -> Rate {
+        Rate { per_second: NonZeroU32::new(per_second).unwrap(), burst: NonZeroU32::new(burst).unwrap() }
+    }
+
+    /// The value of the metric `name` of `provider`.
+    fn metric(name: &str, provider: &str) -> Option<f64> {
+        let mut registry = Registry::default();
+        engine().metrics().register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let prefix = format!("{name}{{provider=\"{provider}\"}} ");
+        text.lines().find_map(|line| line.strip_prefix(&prefix)).map(|value| value.parse().unwrap())
+    }
+
+    /// Polls `usage` until `done` holds, for at most a second.
+    async fn usage_until(handle: &ProviderHandle, done: impl Fn(Usage) -> bool) -> Usage {
+        let started = Instant::now();
+        loop {
+            let usage = handle.usage();
+            if done(usage) || started.elapsed() > Duration::from_secs(1) {
+                return usage;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn slow_call(handle: &ProviderHandle) -> tokio::task::JoinHandle<Result<Vec<String>, ProviderError>> {
+        let handle = handle.clone();
+        tokio::spawn(async move { handle.list_clusters().await })
+    }
+
+    #[tokio::test]
+    async fn calls_over_the_rate_wait_their_turn() {
+        let limits = Limits { calls: Some(rate(10, 2)), ..Limits::default() };
+        let handle = ProviderHandle::new(fake("call-rate", limits).await);
+        let started = Instant::now();
+        for _ in 0..6 {
+            handle.get_zone().await.unwrap();
+        }
+        // Two at once, then four at one per 100 ms.
+        let elapsed = started.elapsed();
+        assert!(elapsed >= Duration::from_millis(380), "{elapsed:?}");
+        assert_eq!(metric("provider_call_throttled_total", "call-rate"), Some(4.0));
+        let waited = metric("provider_call_throttled_seconds_total", "call-rate").unwrap();
+        assert!(waited > 0.3 && waited <= elapsed.as_secs_f64(), "{waited}");
+    }
+
+    #[tokio::test]
+    async fn usage_counts_the_calls_and_memory_of_a_running_call() {
+        let handle = ProviderHandle::new(fake("usage", Limits { concurrency: 1, ..Limits::default() }).await);
+        assert_eq!(handle.usage(), Usage::default());
+        let running = slow_call(&handle);
+        let waiting = slow_call(&handle);
+        let usage = usage_until(&handle, |usage| usage.calls_waiting == 1 && usage.memory_bytes > 0).await;
+        assert_eq!((usage.calls_in_flight, usage.calls_waiting), (1, 1), "{usage:?}");
+        assert!(usage.memory_bytes >= 64 << 10, "at least a page: {usage:?}");
+        running.await.unwrap().unwrap();
+        waiting.await.unwrap().unwrap();
+        assert_eq!(handle.usage(), Usage::default());
+    }
+
+    #[tokio::test]
+    async fn a_swap_to_more_concurrency_lets_new_calls_in_beside_the_old_ones() {
+        let handle =
+            ProviderHandle::new(fake("swap-concurrency", Limits { concurrency: 1, ..Limits::default() }).await);
+        let more = fake("swap-concurrency", Limits { concurrency: 2, ..Limits::default() }).await;
+        let old = slow_call(&handle);
+        usage_until(&handle, |usage| usage.calls_in_flight == 1).await;
+        handle.swap(more);
+        let new = [slow_call(&handle), slow_call(&handle)];
+        // The old permit and both new ones.
+        let usage = usage_until(&handle, |usage| usage.calls_in_flight == 3).await;
+        assert_eq!((usage.calls_in_flight, usage.calls_waiting), (3, 0), "{usage:?}");
+        old.await.unwrap().unwrap();
+        for call in new {
+            call.await.unwrap().unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_swap_to_the_same_limits_keeps_the_permits() {
+        let limits = Limits { concurrency: 1, ..Limits::default() };
+        let handle = ProviderHandle::new(fake("swap-same", limits.clone()).await);
+        let same = fake("swap-same", limits).await;
+        let old = slow_call(&handle);
+        usage_until(&handle, |usage| usage.calls_in_flight == 1).await;
+        handle.swap(same);
+        let new = slow_call(&handle);
+        tokio::time::sleep(SLOW / 4).await;
+        let usage = handle.usage();
+        assert_eq!((usage.calls_in_flight, usage.calls_waiting), (1, 1), "{usage:?}");
+        old.await.unwrap().unwrap();
+        new.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_swap_to_another_call_rate_starts_a_new_bucket() {
+        let handle =
+            ProviderHandle::new(fake("swap-rate", Limits { calls: Some(rate(1, 1)), ..Limits::default() }).await);
+        let other = fake("swap-rate", Limits { calls: Some(rate(1, 5)), ..Limits::default() }).await;
+        handle.get_zone().await.unwrap();
+        handle.swap(other);
+        let started = Instant::now();
+        for _ in 0..5 {
+            handle.get_zone().await.unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    }
+}

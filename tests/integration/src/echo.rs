@@ -1,16 +1,18 @@
 //! A loopback HTTP server for providers to reach: it answers, echoes,
-//! redirects, sends large bodies, answers slowly and stalls on request, and
-//! counts its open connections.
+//! redirects, sends large bodies, answers slowly and stalls on request,
+//! counts its open connections and notes when each request arrived.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use axum::Router;
-use axum::extract::Query;
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::serve::Listener;
@@ -24,8 +26,12 @@ pub struct EchoServer {
     address: SocketAddr,
     scheme: &'static str,
     open: Arc<AtomicUsize>,
+    arrivals: Arrivals,
     _stop: oneshot::Sender<()>,
 }
+
+/// When each request arrived, in order.
+type Arrivals = Arc<Mutex<Vec<Instant>>>;
 
 #[derive(serde::Deserialize)]
 struct Target {
@@ -117,7 +123,12 @@ impl Listener for CountingListener {
     }
 }
 
-fn router() -> Router {
+async fn note_arrival(State(arrivals): State<Arrivals>, request: Request, next: Next) -> Response {
+    arrivals.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Instant::now());
+    next.run(request).await
+}
+
+fn router(arrivals: Arrivals) -> Router {
     Router::new()
         .route("/slow", get(slow))
         .route("/hello", get(hello))
@@ -125,6 +136,7 @@ fn router() -> Router {
         .route("/redirect", get(redirect))
         .route("/big", get(big))
         .route("/stall", get(stall))
+        .layer(middleware::from_fn_with_state(arrivals, note_arrival))
 }
 
 impl EchoServer {
@@ -137,15 +149,17 @@ impl EchoServer {
         let address = listener.local_addr()?;
         let open = Arc::new(AtomicUsize::new(0));
         let listener = CountingListener { listener, open: open.clone() };
+        let arrivals = Arrivals::default();
         let (stop, stopped) = oneshot::channel::<()>();
+        let app = router(arrivals.clone());
         tokio::spawn(async move {
-            let _ = axum::serve(listener, router())
+            let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async {
                     let _ = stopped.await;
                 })
                 .await;
         });
-        Ok(EchoServer { address, scheme: "http", open, _stop: stop })
+        Ok(EchoServer { address, scheme: "http", open, arrivals, _stop: stop })
     }
 
     /// Starts the server over HTTPS with `tls`'s certificate on a free
@@ -169,8 +183,10 @@ impl EchoServer {
             let _ = stopped.await;
             handle.shutdown();
         });
-        tokio::spawn(async move { server.serve(router().into_make_service()).await });
-        Ok(EchoServer { address, scheme: "https", open: Arc::default(), _stop: stop })
+        let arrivals = Arrivals::default();
+        let app = router(arrivals.clone());
+        tokio::spawn(async move { server.serve(app.into_make_service()).await });
+        Ok(EchoServer { address, scheme: "https", open: Arc::default(), arrivals, _stop: stop })
     }
 
     /// `http://127.0.0.1:<port>`, or `https://` for a TLS server.
@@ -186,5 +202,10 @@ impl EchoServer {
     /// Connections open to it now (plain HTTP servers only).
     pub fn open_connections(&self) -> usize {
         self.open.load(Ordering::SeqCst)
+    }
+
+    /// When each request so far arrived, in order.
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.arrivals.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 }

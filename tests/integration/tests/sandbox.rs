@@ -58,6 +58,7 @@ async fn an_endless_loop_stops_at_its_deadline() {
     assert_eq!(err, ProviderError::DeadlineExceeded { deadline });
     assert!(elapsed >= deadline, "{elapsed:?}");
     assert!(elapsed < deadline + TICK + SCHEDULING_SLACK, "{elapsed:?}");
+    assert_eq!(handle.usage().memory_bytes, 0, "the stopped instance's memory is given back");
     assert_still_serves(&handle).await;
 }
 
@@ -78,6 +79,7 @@ async fn memory_past_the_limit_fails_the_call_only() {
     let handle =
         hostile(Limits { memory: limit, ..Limits::default() }, AllowList::default(), Credentials::default()).await;
     assert_eq!(run(&handle, "grow", "64").await, Err(ProviderError::MemoryLimit { limit }));
+    assert_eq!(handle.usage().memory_bytes, 0, "the trapped instance's memory is given back");
     assert_eq!(run(&handle, "grow", "8").await.unwrap(), "grew 8 MiB");
     assert_still_serves(&handle).await;
 }
