@@ -1,84 +1,71 @@
-//! CPU shared fairly between providers: a call whose guest code keeps
-//! running past a grace period is compute-heavy, and a provider's
-//! compute-heavy calls together get a quarter of one core, pausing at each
-//! epoch tick. Calls run on the controllers' threads, so without it a
-//! provider spinning in many calls at once would starve the other
-//! providers' calls and the controllers until its deadlines stop it.
+//! CPU shared fairly between providers: each provider's guest code, all its
+//! calls together, gets a quarter of one core beyond a short burst. The
+//! guest is found running at each epoch tick it computes through; it runs
+//! on through the next tick only with a token of the provider's bucket, and
+//! a call that finds the bucket empty pauses until it takes one. Calls run
+//! on the controllers'
+//! threads, so without it a provider spinning in many calls at once would
+//! starve the other providers' calls and the controllers until its
+//! deadlines stop it; a provider that computes briefly between host calls
+//! never waits.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::num::NonZeroU32;
 
-use crate::engine::EPOCH_TICK;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
-/// Epoch ticks a call's guest code may be found running before the call is
-/// compute-heavy: about 50 ms of computation, far more than a provider
-/// spends between its host calls.
-const GRACE_TICKS: u32 = 5;
-/// A provider's compute-heavy calls together run one tick in this many.
-const SHARE: u32 = 4;
+/// Ticks of guest computation a provider may have per second: a quarter
+/// of one core at 100 ticks a second.
+const TICKS_PER_SECOND: NonZeroU32 = NonZeroU32::new(25).expect("non-zero");
+/// Ticks a provider may compute through at once after a quiet spell: about
+/// 50 ms, far more than a provider spends between its host calls.
+const BURST_TICKS: NonZeroU32 = NonZeroU32::new(5).expect("non-zero");
 
-/// One provider's compute-heavy calls in flight; clones share the count.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct HeavyCalls(Arc<AtomicU32>);
-
-/// The guest time of one call, in epoch ticks at which it was running.
-#[derive(Debug)]
-pub(crate) struct CallCompute {
-    heavy: HeavyCalls,
-    ticks: u32,
+/// One provider's CPU bucket, shared by its calls.
+pub(crate) struct ComputeShare {
+    bucket: DefaultDirectRateLimiter,
 }
 
-impl CallCompute {
-    /// A call of the provider whose heavy calls `heavy` counts.
-    pub(crate) fn new(heavy: HeavyCalls) -> Self {
-        CallCompute { heavy, ticks: 0 }
-    }
-
-    /// Counts a tick at which the guest was running, and says how long it
-    /// pauses before it runs on: not at all within the grace period, then
-    /// long enough that the provider's heavy calls together run one tick in
-    /// [`SHARE`].
-    pub(crate) fn tick(&mut self) -> Option<Duration> {
-        self.ticks = self.ticks.saturating_add(1);
-        if self.ticks < GRACE_TICKS {
-            return None;
-        }
-        if self.ticks == GRACE_TICKS {
-            self.heavy.0.fetch_add(1, Ordering::Relaxed);
-        }
-        let heavy = self.heavy.0.load(Ordering::Relaxed).max(1);
-        Some(EPOCH_TICK * heavy.saturating_mul(SHARE).saturating_sub(1))
+impl Default for ComputeShare {
+    fn default() -> Self {
+        let quota = Quota::per_second(TICKS_PER_SECOND).allow_burst(BURST_TICKS);
+        ComputeShare { bucket: RateLimiter::direct(quota) }
     }
 }
 
-impl Drop for CallCompute {
-    fn drop(&mut self) {
-        if self.ticks >= GRACE_TICKS {
-            self.heavy.0.fetch_sub(1, Ordering::Relaxed);
-        }
+impl ComputeShare {
+    /// Takes a token for the next tick of a call whose guest code was
+    /// running at this one; `false` when the provider is past its share
+    /// and the call must wait its [`ComputeShare::turn`].
+    pub(crate) fn tick(&self) -> bool {
+        self.bucket.check().is_ok()
+    }
+
+    /// Waits for and takes a token for the next tick.
+    pub(crate) async fn turn(&self) {
+        self.bucket.until_ready().await;
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
 
-    #[test]
-    fn heavy_calls_of_a_provider_share_a_quarter_of_a_core() {
-        let heavy = HeavyCalls::default();
-        let mut first = CallCompute::new(heavy.clone());
-        for _ in 1..GRACE_TICKS {
-            assert_eq!(first.tick(), None, "within the grace period");
+    #[tokio::test]
+    async fn a_provider_computes_a_burst_then_a_quarter_of_a_core_across_its_calls() {
+        let share = ComputeShare::default();
+        for _ in 0..BURST_TICKS.get() {
+            assert!(share.tick(), "within the burst");
         }
-        assert_eq!(first.tick(), Some(EPOCH_TICK * 3), "alone: one tick in four");
-        let mut second = CallCompute::new(heavy.clone());
-        (1..GRACE_TICKS).for_each(|_| assert_eq!(second.tick(), None));
-        assert_eq!(second.tick(), Some(EPOCH_TICK * 7), "two: one tick in eight each");
-        assert_eq!(first.tick(), Some(EPOCH_TICK * 7));
-        drop(second);
-        assert_eq!(first.tick(), Some(EPOCH_TICK * 3));
-        drop(first);
-        assert_eq!(heavy.0.load(Ordering::Relaxed), 0);
+        assert!(!share.tick(), "past the burst");
+        let other = ComputeShare::default();
+        assert!(other.tick(), "another provider has its own share");
+        let started = Instant::now();
+        for _ in 0..5 {
+            share.turn().await;
+        }
+        // Five more ticks at 25 a second.
+        assert!(started.elapsed() >= Duration::from_millis(150), "{:?}", started.elapsed());
     }
 }

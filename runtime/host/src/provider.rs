@@ -15,7 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{self, CloudProvider, CloudProviderPre};
 use crate::cache::CacheOutcome;
-use crate::compute::{CallCompute, HeavyCalls};
+use crate::compute::ComputeShare;
 use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine};
 use crate::error::{LoadError, ProviderError};
@@ -118,7 +118,8 @@ pub struct LoadedProvider {
     limits: Limits,
     info: ProviderInfo,
     compiled: CacheOutcome,
-    heavy: HeavyCalls,
+    /// Its guest code's share of the CPU, all calls together.
+    compute: Arc<ComputeShare>,
 }
 
 impl LoadedProvider {
@@ -165,7 +166,7 @@ impl LoadedProvider {
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
             compiled: cache_outcome,
-            heavy: HeavyCalls::default(),
+            compute: Arc::default(),
         };
         provider.info = provider.start().await.map_err(LoadError::Startup)?;
         Ok(provider)
@@ -334,19 +335,24 @@ impl LoadedProvider {
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
         let deadline = deadline.into_std();
-        let mut compute = CallCompute::new(self.heavy.clone());
+        let compute = self.compute.clone();
         store.epoch_deadline_callback(move |_| {
             let now = std::time::Instant::now();
             if now >= deadline {
                 return Err(wasmtime::Error::new(DeadlineReached));
             }
-            Ok(match compute.tick() {
-                None => UpdateDeadline::Yield(1),
-                Some(pause) => {
-                    let pause = pause.min(deadline - now);
-                    UpdateDeadline::YieldCustom(1, Box::pin(tokio::time::sleep(pause)))
-                }
-            })
+            if compute.tick() {
+                return Ok(UpdateDeadline::Yield(1));
+            }
+            // Past its share of the CPU: on once it has a turn, or at its
+            // deadline.
+            let (compute, left) = (compute.clone(), deadline - now);
+            Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(async move {
+                    let _ = tokio::time::timeout(left, compute.turn()).await;
+                }),
+            ))
         });
         store.set_epoch_deadline(1);
         store
