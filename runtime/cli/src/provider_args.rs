@@ -1,5 +1,6 @@
 //! The flags that say which provider to run and how to sandbox it.
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,6 +61,10 @@ pub struct SandboxArgs {
     /// The largest HTTP response body the provider may receive.
     #[arg(long = "provider-max-response", value_name = "SIZE", default_value = "16MiB")]
     pub max_response: ByteSize,
+    /// The CPU the provider's guest code may use, all calls together:
+    /// cores (`1`, `0.5`) or thousandths of one (`250m`).
+    #[arg(long = "provider-cpu", value_name = "CORES", default_value = "1", value_parser = cpu_millicores)]
+    pub cpu: NonZeroU32,
 }
 
 impl ProviderArgs {
@@ -137,6 +142,7 @@ impl SandboxArgs {
             memory: self.memory.as_u64(),
             concurrency: self.concurrency,
             http_response_body: usize::try_from(self.max_response.as_u64()).unwrap_or(usize::MAX),
+            cpu_millicores: self.cpu,
             ..Limits::default()
         };
         let trusted_certificates = match &self.ca_file {
@@ -160,6 +166,23 @@ impl SandboxArgs {
     }
 }
 
+/// A CPU share in thousandths of a core, as Kubernetes writes CPU
+/// quantities: `2`, `0.5` or `500m`.
+pub(crate) fn cpu_millicores(quantity: &str) -> Result<NonZeroU32, String> {
+    let quantity = quantity.trim();
+    let millicores = match quantity.strip_suffix('m') {
+        Some(millicores) => millicores.parse::<u32>().ok(),
+        None => quantity
+            .parse::<f64>()
+            .ok()
+            .filter(|cores| cores.is_finite() && *cores > 0.0 && *cores <= 1024.0)
+            .map(|cores| (cores * 1000.0).round() as u32),
+    };
+    millicores
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| format!("{quantity:?} is not a CPU share: cores (1, 0.5) or millicores (250m), above zero"))
+}
+
 /// A `--provider-sealed-credentials` entry: `NAME=ROLE`.
 pub(crate) fn sealed_credential(entry: &str) -> Result<(String, Role), String> {
     let (name, role) = entry.trim().split_once('=').ok_or_else(|| {
@@ -172,6 +195,16 @@ pub(crate) fn sealed_credential(entry: &str) -> Result<(String, Role), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_shares_are_kubernetes_quantities() {
+        assert_eq!(cpu_millicores("1").unwrap().get(), 1000);
+        assert_eq!(cpu_millicores("0.25").unwrap().get(), 250);
+        assert_eq!(cpu_millicores("500m").unwrap().get(), 500);
+        for bad in ["0", "0m", "-1", "lots", "NaN"] {
+            assert!(cpu_millicores(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_sealed_credential_names_its_role() {

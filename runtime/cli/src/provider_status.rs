@@ -78,6 +78,7 @@ fn table(views: &[ProviderView]) -> String {
             "DIGEST",
             "SERVES",
             "MEMORY",
+            "CPU",
             "DEADLINE",
             "CALLS",
             "HTTP/S",
@@ -115,6 +116,7 @@ fn table(views: &[ProviderView]) -> String {
             digest.chars().take(12).collect(),
             serves.join(","),
             ByteSize(limits.memory_bytes).to_string(),
+            format!("{}m", limits.cpu_millicores),
             format!("{}s", limits.deadline_seconds),
             calls,
             http,
@@ -147,7 +149,7 @@ mod tests {
             "reloads": 2, "rejections": 1, "lastRejection": null,
             "serves": {"loadBalancerClasses": ["a.example/lb"], "defaultLoadBalancer": true, "nodes": false, "routes": false},
             "limits": {"memoryBytes": 33554432, "deadlineSeconds": 5.0, "concurrentCalls": 8, "callsPerSecond": 50,
-                       "httpRequestsPerSecond": 10, "httpBurst": 20},
+                       "httpRequestsPerSecond": 10, "httpBurst": 20, "cpuMillicores": 250},
             "usage": {"callsInFlight": 3, "callsWaiting": 1, "memoryBytes": 2097152}
         }]"#;
         let views: Vec<ProviderView> = serde_json::from_str(json).unwrap();
@@ -157,6 +159,7 @@ mod tests {
         let row: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(&row[..3], ["vendor-a", "0123456789ab", "a.example/lb,(no"], "{table}");
         assert!(lines[1].contains("8 (50/s)") && lines[1].contains("10 (burst 20)"), "{table}");
+        assert!(lines[1].contains(" 250m "), "{table}");
         assert!(lines[1].contains("2.0 MiB") || lines[1].contains("2.1 MB"), "{table}");
     }
 }

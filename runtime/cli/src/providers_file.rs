@@ -13,7 +13,7 @@ use wasm_ccm_controllers::Serves;
 use wasm_ccm_host::{ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
-use crate::provider_args::{SandboxArgs, sealed_credential};
+use crate::provider_args::{SandboxArgs, cpu_millicores, sealed_credential};
 use crate::provider_source::SourceArgs;
 use crate::registry_args::RegistryArgs;
 
@@ -105,6 +105,10 @@ pub struct LimitsEntry {
     /// The largest HTTP response body, as `--provider-max-response`.
     #[serde(default)]
     pub max_response: Option<String>,
+    /// The CPU of its guest code, all calls together, as `--provider-cpu`
+    /// (`1`, `0.5`, `250m`).
+    #[serde(default)]
+    pub cpu: Option<String>,
 }
 
 /// A provider of the file, read and checked: ready to load.
@@ -238,6 +242,8 @@ fn plan_one(
         memory: size(&limits.memory, "64MiB", "memory")?,
         concurrency: limits.concurrent_calls.unwrap_or(64),
         max_response: size(&limits.max_response, "16MiB", "maxResponse")?,
+        cpu: cpu_millicores(limits.cpu.as_deref().unwrap_or("1"))
+            .map_err(|err| anyhow::anyhow!("limits.cpu: {err}"))?,
     };
     let mut template = sandbox.template(&entry.name, &defaults.cluster_name)?;
     template.limits.calls = limits.calls_per_second.map(|per_second| Rate { per_second, burst: per_second });
@@ -282,7 +288,7 @@ providers:
   - name: vendor-a
     source: /providers/a.wasm
     allow: ["https://api.a.example"]
-    limits: {memory: 32MiB, deadline: 5s, concurrentCalls: 8, callsPerSecond: 50, httpRequestsPerSecond: 10, httpBurst: 20}
+    limits: {memory: 32MiB, deadline: 5s, concurrentCalls: 8, callsPerSecond: 50, httpRequestsPerSecond: 10, httpBurst: 20, cpu: 250m}
     loadBalancerClasses: [a.example/lb]
     defaultLoadBalancer: true
     nodes: true
@@ -299,6 +305,8 @@ providers:
         let http = a.template.limits.http_requests.unwrap();
         assert_eq!((http.per_second.get(), http.burst.get()), (10, 20));
         assert_eq!(a.template.limits.calls.unwrap().per_second.get(), 50);
+        assert_eq!(a.template.limits.cpu_millicores.get(), 250);
+        assert_eq!(b.template.limits.cpu_millicores.get(), 1000, "one core by default");
         assert!(a.serves.default_load_balancer && a.serves.nodes && !a.serves.routes);
         assert_eq!(b.serves.load_balancer_classes.len(), 2);
         assert_eq!(b.template.limits.http_requests, None);

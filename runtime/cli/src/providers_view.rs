@@ -55,6 +55,9 @@ pub struct LimitsView {
     pub http_requests_per_second: Option<u32>,
     /// Outbound HTTP requests at once after a quiet spell, if limited.
     pub http_burst: Option<u32>,
+    /// The CPU of its guest code, all calls together, in thousandths of a
+    /// core.
+    pub cpu_millicores: u32,
 }
 
 impl From<&Serves> for ServesView {
@@ -77,6 +80,7 @@ impl From<&Limits> for LimitsView {
             calls_per_second: limits.calls.map(|rate| rate.per_second.get()),
             http_requests_per_second: limits.http_requests.map(|rate| rate.per_second.get()),
             http_burst: limits.http_requests.map(|rate| rate.burst.get()),
+            cpu_millicores: limits.cpu_millicores.get(),
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct Limits {
     /// quota; a request over it waits, within its call's deadline. `None`:
     /// no limit.
     pub http_requests: Option<Rate>,
+    /// The CPU its guest code may use, all calls together, in thousandths
+    /// of a core; past it, calls pause until it allows them on.
+    pub cpu_millicores: NonZeroU32,
 }
 
 impl Default for Limits {
@@ -50,6 +53,7 @@ impl Default for Limits {
             http_response_body: 16 << 20,
             calls: None,
             http_requests: None,
+            cpu_millicores: NonZeroU32::new(1000).expect("non-zero"),
         }
     }
 }

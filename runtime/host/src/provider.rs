@@ -163,10 +163,10 @@ impl LoadedProvider {
             outbound: Arc::new(outbound),
             http_rate,
             memory_in_use: Arc::default(),
+            compute: Arc::new(ComputeShare::new(spec.limits.cpu_millicores)),
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
             compiled: cache_outcome,
-            compute: Arc::default(),
         };
         provider.info = provider.start().await.map_err(LoadError::Startup)?;
         Ok(provider)
@@ -335,13 +335,13 @@ impl LoadedProvider {
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|state| &mut state.limiter);
         let deadline = deadline.into_std();
-        let compute = self.compute.clone();
+        let (compute, mut computed) = (self.compute.clone(), 0);
         store.epoch_deadline_callback(move |_| {
             let now = std::time::Instant::now();
             if now >= deadline {
                 return Err(wasmtime::Error::new(DeadlineReached));
             }
-            if compute.tick() {
+            if compute.tick(&mut computed) {
                 return Ok(UpdateDeadline::Yield(1));
             }
             // Past its share of the CPU: on once it has a turn, or at its

@@ -401,7 +401,7 @@ async fn a_hostile_provider_does_not_slow_a_good_one_down() {
     let hostile = json!({
         "name": "hostile",
         "source": component("guest-hostile"),
-        "limits": {"deadline": "2s", "memory": "16MiB"},
+        "limits": {"deadline": "2s", "memory": "16MiB", "cpu": "250m"},
         "loadBalancerClasses": ["hostile.example/lb"],
     });
     setup.write(&[&good, &hostile]);
@@ -429,14 +429,17 @@ async fn a_hostile_provider_does_not_slow_a_good_one_down() {
         let name = format!("hostile-{attack}-00");
         assert_eq!(setup.ingress(&name), None, "{name} fails");
     }
-    assert!(setup.log().contains("provider call stopped by the sandbox"), "the attacks ran:\n{}", setup.log());
-    // What holds: the hostile provider delays the good one by no more than
-    // its own deadline (its calls are stopped there), plus 1 s for the
-    // jitter of a few-second run on 2 shared cores. Without the per-provider
-    // lanes and CPU share, the good Services waited behind every round of
-    // attacks (several times the deadline). The goal, 1.2 times the
-    // time alone, is met in the release benchmark (tests/bench/RESULTS.md)
-    // but not here: the good lane still stalls while the attacks run.
-    let allowed = alone.mul_f64(1.2) + Duration::from_secs(2) + Duration::from_secs(1);
+    // The attacks end at their deadline, which may come after the good
+    // Services are done.
+    let stopped = Instant::now() + PATIENCE;
+    while !setup.log().contains("provider call stopped by the sandbox") {
+        assert!(Instant::now() < stopped, "the attacks ran:\n{}", setup.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The bound, 1.2 times the time alone, plus 2 s for the jitter
+    // of a run of a second or two on 2 cores shared with the other tests.
+    // Without the lanes and the CPU share, the good Services waited several
+    // times longer (8.8 s against 1.4 s alone).
+    let allowed = alone.mul_f64(1.2) + Duration::from_secs(2);
     assert!(beside <= allowed, "beside the hostile provider: {beside:?}, alone: {alone:?}, allowed: {allowed:?}");
 }
