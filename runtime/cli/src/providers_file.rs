@@ -3,6 +3,7 @@
 //! JSON. A file is checked whole: every error of every provider is listed.
 
 use std::collections::BTreeSet;
+use std::collections::btree_map::Entry;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -167,7 +168,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
     }
     let mut names = BTreeSet::new();
     let mut classes = std::collections::BTreeMap::<&str, &str>::new();
-    let mut singles: [(&str, Option<&str>); 3] = [("defaultLoadBalancer", None), ("nodes", None), ("routes", None)];
+    let mut holders = std::collections::BTreeMap::<&str, &str>::new();
     for entry in &file.providers {
         let name = entry.name.as_str();
         if name.trim().is_empty() || name.len() > 63 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
@@ -183,12 +184,16 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                 problems.push(format!("provider {name}: load balancer class {class} is served by {other} already"));
             }
         }
-        for (field, serves) in [(0, entry.default_load_balancer), (1, entry.nodes), (2, entry.routes)] {
-            let (what, holder) = &mut singles[field];
-            match (serves, *holder) {
-                (true, Some(other)) => problems.push(format!("provider {name}: {what} is served by {other} already")),
-                (true, None) => *holder = Some(name),
-                (false, _) => {}
+        let singles =
+            [("defaultLoadBalancer", entry.default_load_balancer), ("nodes", entry.nodes), ("routes", entry.routes)];
+        for (what, _) in singles.into_iter().filter(|(_, serves)| *serves) {
+            match holders.entry(what) {
+                Entry::Occupied(other) => {
+                    problems.push(format!("provider {name}: {what} is served by {} already", other.get()));
+                }
+                Entry::Vacant(free) => {
+                    free.insert(name);
+                }
             }
         }
         if entry.load_balancer_classes.is_empty() && !entry.default_load_balancer && !entry.nodes && !entry.routes {

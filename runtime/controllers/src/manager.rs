@@ -402,6 +402,24 @@ mod lanes_tests {
         Member { cloud: cloud.clone(), serves }
     }
 
+    /// Runs the controllers with `a` serving `example.com/a` and Services
+    /// without a class, and `b` serving `example.com/b`.
+    fn run_two(
+        client: &kube::Client,
+        a: &TestCloud,
+        b: &TestCloud,
+    ) -> (watch::Sender<Members<TestCloud>>, CancellationToken, tokio::task::JoinHandle<Result<(), ManagerError>>) {
+        let (providers, watched) = watch::channel(Members::from([
+            (Arc::from("a"), member(a, &["example.com/a"], true)),
+            (Arc::from("b"), member(b, &["example.com/b"], false)),
+        ]));
+        let manager =
+            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
+        let stop = CancellationToken::new();
+        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+        (providers, stop, running)
+    }
+
     async fn until(what: &str, check: impl Fn() -> bool) {
         for _ in 0..200 {
             if check() {
@@ -426,14 +444,7 @@ mod lanes_tests {
             services.create(&PostParams::default(), &service).await.unwrap();
         }
         let (a, b, c) = (TestCloud::default(), TestCloud::default(), TestCloud::default());
-        let (providers, watched) = watch::channel(Members::from([
-            (Arc::from("a"), member(&a, &["example.com/a"], true)),
-            (Arc::from("b"), member(&b, &["example.com/b"], false)),
-        ]));
-        let manager =
-            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
-        let stop = CancellationToken::new();
-        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+        let (providers, stop, running) = run_two(&client, &a, &b);
 
         until("a's and b's load balancers", || {
             a.load_balancer("default/web").is_some()
@@ -488,14 +499,7 @@ mod lanes_tests {
         let services = Api::<Service>::namespaced(client.clone(), "default");
         services.create(&PostParams::default(), &Service::test("web").with_class("example.com/a")).await.unwrap();
         let (a, b) = (TestCloud::default(), TestCloud::default());
-        let (_providers, watched) = watch::channel(Members::from([
-            (Arc::from("a"), member(&a, &["example.com/a"], true)),
-            (Arc::from("b"), member(&b, &["example.com/b"], false)),
-        ]));
-        let manager =
-            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
-        let stop = CancellationToken::new();
-        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+        let (_providers, stop, running) = run_two(&client, &a, &b);
         until("a's load balancer", || a.load_balancer("default/web").is_some()).await;
 
         // The class is immutable: through ClusterIP, as a user must.

@@ -111,14 +111,15 @@ impl Claim {
     /// What the lane does with `service`.
     pub fn decide(&self, service: &Service) -> Action {
         let deleting = service.metadata.deletion_timestamp.is_some();
-        let serves = !deleting && self.roster.target(service).as_deref() == Some(&*self.provider);
+        let target = self.roster.target(service);
+        let serves = !deleting && target.as_deref() == Some(&*self.provider);
         match self.roster.owner(service) {
             Some(owner) if owner == self.provider => {
                 let is_load_balancer =
                     service.spec.as_ref().is_some_and(|spec| spec.type_.as_deref() == Some("LoadBalancer"));
                 if serves {
                     Action::Ensure
-                } else if !deleting && is_load_balancer && self.roster.target(service).is_none() {
+                } else if !deleting && is_load_balancer && target.is_none() {
                     Action::Keep
                 } else {
                     Action::Delete
