@@ -3,6 +3,7 @@
 //! version, and it imports nothing the host does not provide.
 
 use sha2::{Digest as _, Sha256};
+use wasm_ccm_cloud::Interface;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
@@ -17,37 +18,13 @@ pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.1.0";
 const PACKAGE: &str = "wasm-ccm:provider";
 const VERSION: &str = "0.1.0";
 
-/// The interfaces a provider exports, with their functions.
-const EXPORTS: &[(&str, &[&str])] = &[
-    ("provider", &["name", "initialize", "has-cluster-id", "supported-parts"]),
-    ("load-balancer", &["get", "get-name", "ensure", "update", "ensure-deleted"]),
-    ("instances-v2", &["exists", "shutdown", "metadata"]),
-    (
-        "instances",
-        &[
-            "node-addresses",
-            "node-addresses-by-provider-id",
-            "instance-id",
-            "instance-type",
-            "instance-type-by-provider-id",
-            "add-ssh-key-to-all-instances",
-            "current-node-name",
-            "instance-exists-by-provider-id",
-            "instance-shutdown-by-provider-id",
-        ],
-    ),
-    ("zones", &["get-zone", "get-zone-by-provider-id", "get-zone-by-node-name"]),
-    ("clusters", &["list-clusters", "master"]),
-    ("routes", &["list-routes", "create-route", "delete-route"]),
-];
-
 /// The contract's own interfaces a provider may import.
 const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log"];
 
 /// The interfaces a provider must export, named as a component names them:
 /// `wasm-ccm:provider/<interface>@<version>`.
 pub fn required_exports() -> Vec<String> {
-    EXPORTS.iter().map(|(interface, _)| format!("{PACKAGE}/{interface}@{VERSION}")).collect()
+    Interface::ALL.iter().map(|interface| format!("{PACKAGE}/{interface}@{VERSION}")).collect()
 }
 
 /// Whether this host provides the import `name`: one of the contract's own
@@ -140,12 +117,12 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
     let ty = component.component_type();
     let exports: Vec<(&str, ComponentExtern<'_>)> = ty.exports(engine.wasmtime()).collect();
     let mut problems = Vec::new();
-    for (interface, functions) in EXPORTS {
+    for interface in Interface::ALL {
         let wanted = format!("{PACKAGE}/{interface}@{VERSION}");
         let found = exports.iter().find(|(name, _)| *name == wanted);
         let Some((_, item)) = found else {
             let other_version = exports.iter().find_map(|(name, _)| {
-                split_name(name).filter(|(package, iface, _)| *package == PACKAGE && iface == interface)
+                split_name(name).filter(|(package, iface, _)| *package == PACKAGE && *iface == interface.wit_name())
             });
             problems.push(match other_version {
                 Some((_, _, version)) => {
@@ -160,8 +137,8 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
             continue;
         };
         let present: Vec<&str> = instance.exports(engine.wasmtime()).map(|(name, _)| name).collect();
-        for function in functions.iter().filter(|function| !present.contains(function)) {
-            problems.push(format!("missing function {function} in {wanted}"));
+        for function in interface.functions().filter(|function| !present.contains(&function.wit_name())) {
+            problems.push(format!("missing function {} in {wanted}", function.wit_name()));
         }
     }
     if problems.is_empty() {

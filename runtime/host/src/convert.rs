@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1 as core;
 
 use crate::bindings::Parts as WitParts;
 use crate::bindings::types as wit;
-use crate::error::ProviderError;
-use crate::types::{InstanceMetadata, Parts, Route, Zone};
+use wasm_ccm_cloud::ProviderError;
+use wasm_ccm_cloud::{InstanceMetadata, Parts, Route, Zone};
 
 /// Why an object cannot be passed to a provider.
 fn invalid(what: String) -> ProviderError {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tracing::Instrument;
+use wasm_ccm_cloud::{Function, ProviderError, ProviderInfo};
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -18,14 +19,13 @@ use crate::cache::CacheOutcome;
 use crate::compute::ComputeShare;
 use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine};
-use crate::error::{LoadError, ProviderError};
+use crate::error::LoadError;
 use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
 use crate::throttle::Throttle;
-use crate::types::ProviderInfo;
 use crate::{component, convert, wasi};
 
 /// Everything needed to load a provider.
@@ -247,7 +247,7 @@ impl LoadedProvider {
     pub(crate) async fn probe(&self) -> Result<(), ProviderError> {
         let name = self
             .run(
-                "provider.name",
+                Function::ProviderName.call_name(),
                 false,
                 operation(|bindings, store| {
                     Box::pin(async move { bindings.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) })
@@ -265,12 +265,8 @@ impl LoadedProvider {
     }
 
     /// Runs `operation` on a fresh, initialised instance.
-    pub(crate) async fn call<R: Send>(
-        &self,
-        function: &'static str,
-        operation: Operation<R>,
-    ) -> Result<R, ProviderError> {
-        self.run(function, true, operation).await
+    pub(crate) async fn call<R: Send>(&self, function: Function, operation: Operation<R>) -> Result<R, ProviderError> {
+        self.run(function.call_name(), true, operation).await
     }
 
     async fn run<R: Send>(

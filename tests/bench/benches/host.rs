@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_fake::Fake;
 use serde_json::json;
 use wasm_ccm_bench::{Samples, micros, resident_bytes};
+use wasm_ccm_cloud::Cloud;
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};

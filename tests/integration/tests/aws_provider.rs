@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePo
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use tracing_subscriber::fmt::format::FmtSpan;
-use wasm_ccm_host::types::Route;
-use wasm_ccm_host::{Credentials, ProviderError, ProviderHandle, Role};
+use wasm_ccm_cloud::{Cloud as _, ProviderError, Route};
+use wasm_ccm_host::{Credentials, ProviderHandle, Role};
 use wasm_ccm_tests::canned_aws::CannedAws;
 use wasm_ccm_tests::moto::{LoadBalancing, Moto, REGION, Seed};
 use wasm_ccm_tests::{CapturedLogs, allow, guest, load, spec};

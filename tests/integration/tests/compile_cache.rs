@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use wasm_ccm_cloud::Cloud;
 use wasm_ccm_host::engine::OptLevel;
 use wasm_ccm_host::{
     Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, component,

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
+use wasm_ccm_cloud::{Cloud, Parts, ProviderError, Route};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::types::{Parts, Route};
-use wasm_ccm_host::{ProviderError, ProviderHandle};
+use wasm_ccm_host::ProviderHandle;
 use wasm_ccm_tests::{allow, guest, load, spec};
 
 fn config(cloud: &FakeCloud, faults: serde_json::Value) -> Vec<u8> {

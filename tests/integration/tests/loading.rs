@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadError, LoadedProvider, ProviderError};
+use wasm_ccm_cloud::ProviderError;
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadError, LoadedProvider};
 use wasm_ccm_tests::{engine, guest, spec};
 
 async fn load_error(wasm: &[u8], config: &[u8]) -> LoadError {

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prometheus_client::registry::Registry;
-use wasm_ccm_host::{Limits, LoadedProvider, ProviderError, ProviderHandle, Rate};
+use wasm_ccm_cloud::{Cloud, ProviderError};
+use wasm_ccm_host::{Limits, LoadedProvider, ProviderHandle, Rate};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, engine, guest, load, spec};
 

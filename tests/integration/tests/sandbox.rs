@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use wasm_ccm_cloud::{Cloud, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderError, ProviderHandle, Role};
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
 

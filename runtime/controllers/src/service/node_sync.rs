@@ -11,12 +11,11 @@ use kube::Resource;
 use kube::runtime::reflector::Store;
 use tokio::time::Instant;
 use tracing::Instrument;
-use wasm_ccm_host::ProviderError;
+use wasm_ccm_cloud::{Cloud, ProviderError};
 
 use super::ServiceKey;
 use super::claim::Claim;
 use super::memory::Memory;
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
 use crate::nodes::NodeSet;
@@ -133,6 +132,8 @@ mod tests {
     use k8s_openapi::api::core::v1::Node;
     use kube::runtime::reflector::ObjectRef;
 
+    use wasm_ccm_cloud::Function;
+
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
     use crate::metrics::Metrics;
@@ -194,7 +195,7 @@ mod tests {
     async fn a_failed_update_goes_back_to_the_service_sync() {
         let (mut env, memory, key) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
-        env.cloud.fail("update", ProviderError::Cloud("throttled".into()));
+        env.cloud.fail(Function::UpdateLoadBalancer, ProviderError::Cloud("throttled".into()));
         env.add_node(Node::test("node-b")).await;
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         let (type_, reason, _, note) = env.events().pop().unwrap();
@@ -210,7 +211,7 @@ mod tests {
     async fn a_failed_update_of_a_load_balancer_that_is_gone_is_no_failure() {
         let (mut env, memory, _) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
-        env.cloud.fail("update", ProviderError::Cloud("not found".into()));
+        env.cloud.fail(Function::UpdateLoadBalancer, ProviderError::Cloud("not found".into()));
         env.add_node(Node::test("node-b")).await;
         // Gone from the cloud behind the controller's back.
         let service = env.service("web").await;
