@@ -116,11 +116,13 @@ pub mod http;
 pub mod log;
 #[cfg(not(target_family = "wasm"))]
 pub mod native;
+mod nodes;
 mod provider;
 #[doc(hidden)]
 pub mod wit;
 
 pub use error::{Error, RetryAfter};
+pub use nodes::{NodeSet, Strings};
 pub use provider::{
     Clusters, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones, default_load_balancer_name,
 };

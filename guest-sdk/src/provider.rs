@@ -5,8 +5,8 @@
 //! [`Error::NotImplemented`], so a provider overrides only what its cloud
 //! supports.
 
-use crate::Error;
 use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
+use crate::{Error, NodeSet};
 
 /// A cloud provider: `cloudprovider.Interface`.
 ///
@@ -72,19 +72,20 @@ pub trait LoadBalancer {
         default_load_balancer_name(service)
     }
 
-    /// `EnsureLoadBalancer`: creates or updates the load balancer; idempotent.
+    /// `EnsureLoadBalancer`: creates or updates the load balancer, targeting
+    /// `nodes`; idempotent.
     fn ensure_load_balancer(
         &self,
         cluster_name: &str,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         let _ = (cluster_name, service, nodes);
         Err(Error::NotImplemented)
     }
 
     /// `UpdateLoadBalancer`: makes the load balancer target exactly `nodes`.
-    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<(), Error> {
+    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &NodeSet<'_>) -> Result<(), Error> {
         let _ = (cluster_name, service, nodes);
         Err(Error::NotImplemented)
     }

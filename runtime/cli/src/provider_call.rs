@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use wasm_ccm_cloud::{Cloud, Function, Interface, Route};
+use wasm_ccm_cloud::{Cloud, Function, Interface, NodeSet, Route};
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
 
 use crate::ProviderArgs;
@@ -193,11 +193,11 @@ async fn invoke(cloud: &impl Cloud, function: Function, input: &Option<String>) 
         }
         F::EnsureLoadBalancer => {
             let lb = parse::<LoadBalancerInput>(input, function)?;
-            json!(cloud.ensure_load_balancer(&lb.service, &lb.nodes).await?)
+            json!(cloud.ensure_load_balancer(&lb.service, &NodeSet::of(lb.nodes)).await?)
         }
         F::UpdateLoadBalancer => {
             let lb = parse::<LoadBalancerInput>(input, function)?;
-            cloud.update_load_balancer(&lb.service, &lb.nodes).await?;
+            cloud.update_load_balancer(&lb.service, &NodeSet::of(lb.nodes)).await?;
             Value::Null
         }
         F::EnsureLoadBalancerDeleted => {

@@ -7,6 +7,8 @@ use std::future::Future;
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
 
+use crate::node_set::NodeSet;
+
 use crate::error::ProviderError;
 use crate::{InstanceMetadata, ProviderInfo, Route, Zone};
 
@@ -34,14 +36,14 @@ pub trait Cloud: Clone + Send + Sync + 'static {
     fn ensure_load_balancer(
         &self,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet,
     ) -> impl Future<Output = Result<LoadBalancerStatus, ProviderError>> + Send;
 
     /// `UpdateLoadBalancer`: target exactly `nodes`.
     fn update_load_balancer(
         &self,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet,
     ) -> impl Future<Output = Result<(), ProviderError>> + Send;
 
     /// `EnsureLoadBalancerDeleted`: succeeds when it is already gone.

@@ -10,6 +10,7 @@
 mod cloud;
 mod error;
 mod function;
+mod node_set;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod types;
@@ -17,6 +18,7 @@ mod types;
 pub use cloud::Cloud;
 pub use error::ProviderError;
 pub use function::{Function, Interface, Part};
+pub use node_set::{NodeRef, NodeSet, NodeSnapshot, PackedStrings};
 pub use types::{InstanceMetadata, Parts, ProviderInfo, Route, Zone};
 
 /// The cluster name a provider is initialised with unless told otherwise:

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, 
 use crate::cloud::Cloud;
 use crate::error::ProviderError;
 use crate::function::Function;
+use crate::node_set::NodeSet;
 use crate::{InstanceMetadata, Parts, ProviderInfo, Route, Zone};
 
 /// An instance of the [`TestCloud`].
@@ -71,6 +72,10 @@ fn service_key(service: &Service) -> String {
 
 fn name(node: &Node) -> String {
     node.metadata.name.clone().unwrap_or_default()
+}
+
+fn names(nodes: &NodeSet) -> Vec<String> {
+    nodes.current().names().iter().map(str::to_owned).collect()
 }
 
 impl TestCloud {
@@ -194,15 +199,15 @@ impl Cloud for TestCloud {
     async fn ensure_load_balancer(
         &self,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet,
     ) -> Result<LoadBalancerStatus, ProviderError> {
         let key = service_key(service);
         self.call(Function::EnsureLoadBalancer, &key)?;
-        self.lock().load_balancers.insert(key.clone(), nodes.iter().map(name).collect());
+        self.lock().load_balancers.insert(key.clone(), names(nodes));
         Ok(Self::status(&key))
     }
 
-    async fn update_load_balancer(&self, service: &Service, nodes: &[Node]) -> Result<(), ProviderError> {
+    async fn update_load_balancer(&self, service: &Service, nodes: &NodeSet) -> Result<(), ProviderError> {
         let key = service_key(service);
         self.call(Function::UpdateLoadBalancer, &key)?;
         let mut state = self.lock();
@@ -210,7 +215,7 @@ impl Cloud for TestCloud {
             .load_balancers
             .get_mut(&key)
             .ok_or_else(|| ProviderError::Cloud(format!("no load balancer {key}")))?;
-        *targets = nodes.iter().map(name).collect();
+        *targets = names(nodes);
         Ok(())
     }
 

@@ -12,14 +12,14 @@ use crate::engine::Engine;
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
-pub const CONTRACT: &str = "wasm-ccm:provider@0.1.0";
+pub const CONTRACT: &str = "wasm-ccm:provider@0.2.0";
 /// The world a provider implements.
-pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.1.0";
+pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.2.0";
 const PACKAGE: &str = "wasm-ccm:provider";
-const VERSION: &str = "0.1.0";
+const VERSION: &str = "0.2.0";
 
 /// The contract's own interfaces a provider may import.
-const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log"];
+const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log", "nodes"];
 
 /// The interfaces a provider must export, named as a component names them:
 /// `wasm-ccm:provider/<interface>@<version>`.
@@ -173,10 +173,10 @@ mod tests {
     #[test]
     fn names_what_a_provider_exports_and_may_import() {
         assert_eq!(required_exports().len(), 7);
-        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.1.0".to_owned()));
-        assert!(provides_import("wasm-ccm:provider/http@0.1.0"));
-        assert!(!provides_import("wasm-ccm:provider/http@0.2.0"));
-        assert!(!provides_import("wasm-ccm:provider/zones@0.1.0"));
+        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.2.0".to_owned()));
+        assert!(provides_import("wasm-ccm:provider/http@0.2.0"));
+        assert!(!provides_import("wasm-ccm:provider/http@0.1.0"));
+        assert!(!provides_import("wasm-ccm:provider/zones@0.2.0"));
         assert!(provides_import("wasi:io/poll@0.2.6"));
         assert!(!provides_import("wasi:sockets/tcp@0.2.6"));
         assert!(!provides_import("plain"));
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn splits_interface_names() {
         assert_eq!(split_name("wasi:io/poll@0.2.3"), Some(("wasi:io", "poll", "0.2.3")));
-        assert_eq!(split_name("wasm-ccm:provider/http@0.1.0"), Some(("wasm-ccm:provider", "http", "0.1.0")));
+        assert_eq!(split_name("wasm-ccm:provider/http@0.2.0"), Some(("wasm-ccm:provider", "http", "0.2.0")));
         assert_eq!(split_name("plain"), None);
     }
 }

@@ -6,12 +6,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
-use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, ProviderError, ProviderInfo, Route, Zone};
+use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, NodeSet, ProviderError, ProviderInfo, Route, Zone};
 
 use crate::admission::{Admission, Admitted};
 use crate::convert;
-use crate::node_sets::NodeSets;
-use crate::provider::{LoadedProvider, Operation, operation};
+use crate::provider::{LoadedProvider, Operation, lend, operation};
 use crate::usage::{Calls, Usage};
 
 /// A provider, swappable while it serves.
@@ -27,7 +26,6 @@ pub struct ProviderHandle {
     serving: Arc<ArcSwap<Serving>>,
     swapping: Arc<Mutex<()>>,
     calls: Arc<Calls>,
-    node_sets: Arc<NodeSets>,
 }
 
 /// The provider new calls go to, and how they get in.
@@ -59,7 +57,6 @@ impl ProviderHandle {
             serving: Arc::new(ArcSwap::from_pointee(Serving { provider: Arc::new(provider), admission })),
             swapping: Arc::default(),
             calls: Arc::default(),
-            node_sets: Arc::default(),
         }
     }
 
@@ -152,27 +149,28 @@ impl Cloud for ProviderHandle {
     async fn ensure_load_balancer(
         &self,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet,
     ) -> Result<LoadBalancerStatus, ProviderError> {
-        let (cluster, service, nodes) =
-            (self.cluster_name(), convert::service(service)?, self.node_sets.convert(nodes));
-        let status = self
-            .call(
-                Function::EnsureLoadBalancer,
-                operation!(wasm_ccm_provider_load_balancer.call_ensure(cluster, service, nodes)),
-            )
-            .await?;
+        let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, nodes.clone());
+        let operation = operation(move |bindings, store| {
+            Box::pin(async move {
+                let nodes = lend(store, nodes)?;
+                bindings.wasm_ccm_provider_load_balancer().call_ensure(&mut *store, &cluster, &service, nodes).await
+            })
+        });
+        let status = self.call(Function::EnsureLoadBalancer, operation).await?;
         convert::load_balancer_status(status)
     }
 
-    async fn update_load_balancer(&self, service: &Service, nodes: &[Node]) -> Result<(), ProviderError> {
-        let (cluster, service, nodes) =
-            (self.cluster_name(), convert::service(service)?, self.node_sets.convert(nodes));
-        self.call(
-            Function::UpdateLoadBalancer,
-            operation!(wasm_ccm_provider_load_balancer.call_update(cluster, service, nodes)),
-        )
-        .await
+    async fn update_load_balancer(&self, service: &Service, nodes: &NodeSet) -> Result<(), ProviderError> {
+        let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, nodes.clone());
+        let operation = operation(move |bindings, store| {
+            Box::pin(async move {
+                let nodes = lend(store, nodes)?;
+                bindings.wasm_ccm_provider_load_balancer().call_update(&mut *store, &cluster, &service, nodes).await
+            })
+        });
+        self.call(Function::UpdateLoadBalancer, operation).await
     }
 
     async fn ensure_load_balancer_deleted(&self, service: &Service) -> Result<(), ProviderError> {

@@ -26,7 +26,7 @@ pub mod http;
 pub mod limits;
 mod log;
 pub mod metrics;
-mod node_sets;
+mod nodes;
 mod provider;
 mod throttle;
 mod usage;

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tracing::Instrument;
-use wasm_ccm_cloud::{Function, ProviderError, ProviderInfo};
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasm_ccm_cloud::{Function, NodeSet, ProviderError, ProviderInfo};
+use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -25,6 +25,7 @@ use crate::http::{BodyLimits, HttpImport, Outbound};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
+use crate::nodes::{LentNodes, NodesImport, NodesView};
 use crate::throttle::Throttle;
 use crate::{component, convert, wasi};
 
@@ -373,6 +374,11 @@ impl LoadedProvider {
     }
 }
 
+/// Lends `nodes` to the call of `store`, for as long as the store lives.
+pub(crate) fn lend(store: &mut Store<CallState>, nodes: NodeSet) -> wasmtime::Result<Resource<LentNodes>> {
+    Ok(store.data_mut().table.push(LentNodes(nodes))?)
+}
+
 /// A call's resource table, capped so that a guest cannot fill the host's
 /// memory with handles the memory limit does not see.
 fn resource_table() -> ResourceTable {
@@ -390,6 +396,7 @@ fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         &mut state.credentials
     })?;
     bindings::log::add_to_linker::<CallState, HasSelf<LogImport>>(linker, |state| &mut state.log)?;
+    bindings::nodes::add_to_linker::<CallState, NodesImport>(linker, |state| NodesView(&mut state.table))?;
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_fake::Fake;
 use serde_json::json;
 use wasm_ccm_bench::{Samples, micros, resident_bytes};
-use wasm_ccm_cloud::Cloud;
+use wasm_ccm_cloud::{Cloud, NodeSet};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
@@ -193,6 +193,7 @@ async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, 
     let (service, nodes) = (service(), nodes(node_count));
     let (sdk_service, sdk_nodes): (sdk::Service, Vec<sdk::Node>) =
         (sdk_service(), nodes.iter().map(sdk_node).collect());
+    let nodes = NodeSet::of(nodes);
     handle.ensure_load_balancer(&service, &nodes).await?;
 
     let mut component = Vec::with_capacity(ENSURES);
@@ -206,6 +207,7 @@ async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, 
         let (config, sdk_service, sdk_nodes) = (config.clone(), sdk_service.clone(), sdk_nodes.clone());
         native_runs.push(
             tokio::task::spawn_blocking(move || {
+                let sdk_nodes = wasm_ccm_sdk::NodeSet::of(sdk_nodes);
                 let started = Instant::now();
                 let fake = Fake::new(&config, "bench").expect("the native provider starts");
                 fake.ensure_load_balancer("bench", &sdk_service, &sdk_nodes).expect("native ensure");

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wasm_ccm_cloud::{Cloud, ProviderError};
+use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
 use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role};
 use wasm_ccm_tests::echo::EchoServer;
@@ -41,7 +41,7 @@ fn attack(kind: &str, arg: &str) -> Service {
 
 /// Runs an attack; `Ok` carries what the guest observed.
 async fn run(handle: &ProviderHandle, kind: &str, arg: &str) -> Result<String, ProviderError> {
-    let status = handle.ensure_load_balancer(&attack(kind, arg), &[]).await?;
+    let status = handle.ensure_load_balancer(&attack(kind, arg), &NodeSet::of([])).await?;
     Ok(status.ingress.unwrap_or_default().remove(0).hostname.unwrap_or_default())
 }
 

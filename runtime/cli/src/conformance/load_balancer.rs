@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 
-use wasm_ccm_cloud::{Cloud, Function, ProviderError};
+use wasm_ccm_cloud::{Cloud, Function, NodeSet, ProviderError};
 
 use super::Suite;
 use super::fixture::name;
@@ -113,14 +113,14 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
     } else {
         report
             .check(format!("{key}/update"), async {
-                let fewer = &nodes[..nodes.len() - 1];
+                let fewer = NodeSet::of(nodes[..nodes.len() - 1].iter().cloned());
                 calls
-                    .run(Function::UpdateLoadBalancer, async |p| p.update_load_balancer(service, fewer).await)
+                    .run(Function::UpdateLoadBalancer, async |p| p.update_load_balancer(service, &fewer).await)
                     .await
                     .map_err(failed("update"))?;
                 match get(calls, service).await? {
                     Some(_) => Ok(()),
-                    None => Err(format!("get says it is gone after an update to {} nodes", fewer.len())),
+                    None => Err(format!("get says it is gone after an update to {} nodes", fewer.current().len())),
                 }
             })
             .await;
@@ -147,8 +147,9 @@ async fn get(calls: &super::Calls, service: &Service) -> Result<Option<LoadBalan
 }
 
 async fn ensure(calls: &super::Calls, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, String> {
+    let nodes = NodeSet::of(nodes.iter().cloned());
     calls
-        .run(Function::EnsureLoadBalancer, async |p| p.ensure_load_balancer(service, nodes).await)
+        .run(Function::EnsureLoadBalancer, async |p| p.ensure_load_balancer(service, &nodes).await)
         .await
         .map_err(failed("ensure"))
 }

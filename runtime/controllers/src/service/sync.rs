@@ -10,7 +10,7 @@ use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use serde_json::json;
-use wasm_ccm_cloud::{Cloud, ProviderError};
+use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::ServiceKey;
 use super::claim::{Action, Claim, PROVIDER_ANNOTATION};
@@ -111,11 +111,12 @@ impl<C: Cloud> ServiceSync<C> {
         let owned = has_finalizer(service) && annotation(service) == Some(&**self.claim.provider());
         let service = if owned { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
         let nodes = self.ctx.nodes.eligible();
-        if nodes.nodes.is_empty() {
+        if nodes.is_empty() {
             let note = "There are no available nodes for LoadBalancer";
             self.ctx.events.warning(reference.clone(), "UnAvailableLoadBalancer", note);
         }
-        let status = match self.ctx.cloud.ensure_load_balancer(&service, &nodes.nodes).await {
+        let set = NodeSet::new(nodes.clone(), self.memory.given(key));
+        let status = match self.ctx.cloud.ensure_load_balancer(&service, &set).await {
             Ok(status) => status,
             Err(ProviderError::ImplementedElsewhere) => {
                 tracing::debug!("the load balancer is implemented elsewhere; nothing to do");
@@ -124,7 +125,7 @@ impl<C: Cloud> ServiceSync<C> {
             Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
         self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
-        self.memory.ensured(key, Arc::new(nodes.fingerprint.clone()));
+        self.memory.ensured(key, nodes);
         self.patch_status(key, &service, status).await
     }
 

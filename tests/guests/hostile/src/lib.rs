@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth};
 use wasm_ccm_sdk::log::Level;
-use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
-use wasm_ccm_sdk::{Error, LoadBalancer, Provider};
+use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Service};
+use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, Provider};
 
 /// The hostile provider.
 pub struct Hostile;
@@ -62,7 +62,7 @@ impl LoadBalancer for Hostile {
         &self,
         _cluster: &str,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         let arg = annotation(service, "hostile/arg");
         match annotation(service, "hostile/attack") {
