@@ -26,6 +26,8 @@ use crate::error::LoadError;
 const HEADER: &str = "wasm-ccm-compile/1";
 /// The exit status of a child whose component does not compile.
 const INVALID: u8 = 3;
+/// The exit status of a child that ran out of memory.
+const OUT_OF_MEMORY: u8 = 4;
 /// How much of a child's standard error the parent reads.
 const MAX_STDERR: u64 = 16 << 10;
 
@@ -143,8 +145,11 @@ impl ChildCompiler {
 
     /// Why a child that did not succeed failed.
     fn failure(&self, status: std::process::ExitStatus, message: String) -> LoadError {
-        if status.code() == Some(i32::from(INVALID)) {
-            return LoadError::Invalid(message);
+        let out_of_memory = || LoadError::CompileLimit(format!("its memory of {} bytes", self.memory));
+        match status.code() {
+            Some(code) if code == i32::from(INVALID) => return LoadError::Invalid(message),
+            Some(code) if code == i32::from(OUT_OF_MEMORY) => return out_of_memory(),
+            _ => {}
         }
         #[cfg(unix)]
         {
@@ -158,8 +163,10 @@ impl ChildCompiler {
                 return LoadError::CompileLimit(format!("its CPU time of {:?}", self.cpu_time));
             }
         }
+        // What the standard library says before it aborts on a failed
+        // allocation.
         if message.contains("memory allocation of") {
-            return LoadError::CompileLimit(format!("its memory of {} bytes", self.memory));
+            return out_of_memory();
         }
         LoadError::Engine(format!("the compiler process {} ended with {status}: {message}", self.program.display()))
     }
@@ -202,14 +209,19 @@ impl Header {
 /// The child's side: reads a header and a component from standard input,
 /// limits its own CPU time and memory as the header says, compiles the
 /// component and writes its compiled code to standard output. The exit
-/// status is 0 when it compiled, 3 when it does not compile (the reason on
-/// standard error) and 2 when the parent's request is not understood.
+/// status is 0 when it compiled, 3 when it does not compile and 4 when it
+/// ran out of memory (the reason on standard error), and 2 when the
+/// parent's request is not understood.
 pub fn serve_child() -> ExitCode {
     match compile_stdin() {
         Ok(()) => ExitCode::SUCCESS,
         Err(ChildFailure::Invalid(reason)) => {
             eprintln!("{reason}");
             ExitCode::from(INVALID)
+        }
+        Err(ChildFailure::OutOfMemory(reason)) => {
+            eprintln!("{reason}");
+            ExitCode::from(OUT_OF_MEMORY)
         }
         Err(ChildFailure::Request(reason)) => {
             eprintln!("the compile request cannot be served: {reason}");
@@ -221,6 +233,8 @@ pub fn serve_child() -> ExitCode {
 enum ChildFailure {
     /// The component does not compile.
     Invalid(String),
+    /// Compiling it needed more memory than the limit.
+    OutOfMemory(String),
     /// The request, the limits or the pipes failed.
     Request(String),
 }
@@ -237,10 +251,27 @@ fn compile_stdin() -> Result<(), ChildFailure> {
     stdin.take(header.size as u64).read_to_end(&mut wasm).map_err(|err| request("cannot read the component", &err))?;
     let engine = wasmtime::Engine::new(&compiler_config(header.opt_level))
         .map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
-    let component = Component::new(&engine, &wasm).map_err(|err| ChildFailure::Invalid(format!("{err:#}")))?;
+    let component = Component::new(&engine, &wasm).map_err(|err| {
+        let reason = format!("{err:#}");
+        if reason.contains(&out_of_memory_message()) {
+            ChildFailure::OutOfMemory(reason)
+        } else {
+            ChildFailure::Invalid(reason)
+        }
+    })?;
     let code = component.serialize().map_err(|err| request("cannot serialise the code", &format_args!("{err:#}")))?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&code).and_then(|()| stdout.flush()).map_err(|err| request("cannot write the code", &err))
+}
+
+/// How the system describes running out of memory (`ENOMEM`): wasmtime
+/// keeps only the text of a failed mapping, in the compile error.
+fn out_of_memory_message() -> String {
+    #[cfg(unix)]
+    let message = std::io::Error::from_raw_os_error(rustix::io::Errno::NOMEM.raw_os_error()).to_string();
+    #[cfg(not(unix))]
+    let message = std::io::Error::from(std::io::ErrorKind::OutOfMemory).to_string();
+    message
 }
 
 /// Applies the header's CPU time and memory limits to this process: the
