@@ -36,7 +36,7 @@ const METADATA: [IpAddr; 3] = [
 /// A kind of address a registry may not send the client to unless it is
 /// itself on one; ordered from the most to the least dangerous.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Local {
+pub(crate) enum Restricted {
     /// `127.0.0.0/8`, `::1`, and the unspecified addresses.
     Loopback,
     /// `169.254.0.0/16`, `fe80::/10` and the metadata addresses.
@@ -47,41 +47,43 @@ pub(crate) enum Local {
     Private,
 }
 
-impl Local {
+impl Restricted {
     /// The kind of `ip`, or of the most dangerous IPv4 address it embeds,
     /// if it is one of these.
-    pub(crate) fn of(ip: IpAddr) -> Option<Local> {
+    pub(crate) fn of(ip: IpAddr) -> Option<Restricted> {
         match ip {
-            IpAddr::V4(v4) => Local::of_v4(v4),
-            IpAddr::V6(v6) => embedded_v4(v6).into_iter().filter_map(Local::of_v4).chain(Local::of_v6(v6)).min(),
+            IpAddr::V4(v4) => Restricted::of_v4(v4),
+            IpAddr::V6(v6) => {
+                embedded_v4(v6).into_iter().filter_map(Restricted::of_v4).chain(Restricted::of_v6(v6)).min()
+            }
         }
     }
 
-    fn of_v4(ip: Ipv4Addr) -> Option<Local> {
+    fn of_v4(ip: Ipv4Addr) -> Option<Restricted> {
         let octets = ip.octets();
         if ip.is_loopback() || ip.is_unspecified() {
-            Some(Local::Loopback)
+            Some(Restricted::Loopback)
         } else if ip.is_link_local() || METADATA.contains(&IpAddr::V4(ip)) {
-            Some(Local::LinkLocal)
+            Some(Restricted::LinkLocal)
         } else if ip.is_private()
             || (octets[0] == 100 && octets[1] & 0xc0 == 64)
             || octets[..3] == [192, 0, 0]
             || (octets[0] == 198 && octets[1] & 0xfe == 18)
         {
-            Some(Local::Private)
+            Some(Restricted::Private)
         } else {
             None
         }
     }
 
-    fn of_v6(ip: Ipv6Addr) -> Option<Local> {
+    fn of_v6(ip: Ipv6Addr) -> Option<Restricted> {
         let segments = ip.segments();
         if ip.is_loopback() || ip.is_unspecified() {
-            Some(Local::Loopback)
+            Some(Restricted::Loopback)
         } else if segments[0] & 0xffc0 == 0xfe80 || METADATA.contains(&IpAddr::V6(ip)) {
-            Some(Local::LinkLocal)
+            Some(Restricted::LinkLocal)
         } else if segments[0] & 0xfe00 == 0xfc00 || segments[..3] == [0x64, 0xff9b, 1] {
-            Some(Local::Private)
+            Some(Restricted::Private)
         } else {
             None
         }
@@ -89,9 +91,9 @@ impl Local {
 
     fn describe(self) -> &'static str {
         match self {
-            Local::Loopback => "a loopback address",
-            Local::LinkLocal => "a link-local or metadata address",
-            Local::Private => "a private address",
+            Restricted::Loopback => "a loopback address",
+            Restricted::LinkLocal => "a link-local or metadata address",
+            Restricted::Private => "a private address",
         }
     }
 }
@@ -115,12 +117,12 @@ fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Egress {
     /// The kinds of local address the registry itself is on.
-    allowed: Vec<Local>,
+    allowed: Vec<Restricted>,
 }
 
 impl Egress {
     /// The rules for a registry at `host` (a name or an IP address, without
-    /// the port): the kinds of local address it is on are allowed.
+    /// the port): the kinds of restricted address it is on are allowed.
     pub(crate) async fn for_registry(host: &str) -> Egress {
         let addresses: Vec<IpAddr> = match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             Ok(ip) => vec![ip],
@@ -131,7 +133,8 @@ impl Egress {
                 .map(|found| found.map(|a| a.ip()).collect())
                 .unwrap_or_default(),
         };
-        let mut allowed: Vec<Local> = addresses.into_iter().filter_map(Local::of).collect();
+        let mut allowed: Vec<Restricted> = addresses.into_iter().filter_map(Restricted::of).collect();
+        allowed.sort_unstable();
         allowed.dedup();
         Egress { allowed }
     }
@@ -139,7 +142,7 @@ impl Egress {
     /// Refuses `ip` when it is loopback or link-local and the registry is
     /// not on such an address; the error says why.
     pub(crate) fn check_ip(&self, ip: IpAddr) -> Result<(), String> {
-        match Local::of(ip) {
+        match Restricted::of(ip) {
             Some(local) if !self.allowed.contains(&local) => {
                 Err(format!("{ip} is {}, and the registry is not on one", local.describe()))
             }
@@ -216,7 +219,7 @@ mod tests {
     #[test]
     fn loopback_link_local_metadata_and_private_addresses() {
         for loopback in ["127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "::ffff:127.0.0.1", "64:ff9b::7f00:1"] {
-            assert_eq!(Local::of(ip(loopback)), Some(Local::Loopback), "{loopback}");
+            assert_eq!(Restricted::of(ip(loopback)), Some(Restricted::Loopback), "{loopback}");
         }
         for link_local in [
             "169.254.169.254",
@@ -232,7 +235,7 @@ mod tests {
             "2001:0:a9fe:a9fe::1",
             "2001:0:4136:e378:8000:63bf:5601:5601",
         ] {
-            assert_eq!(Local::of(ip(link_local)), Some(Local::LinkLocal), "{link_local}");
+            assert_eq!(Restricted::of(ip(link_local)), Some(Restricted::LinkLocal), "{link_local}");
         }
         for private in [
             "10.96.0.1",
@@ -249,12 +252,12 @@ mod tests {
             "2002:a00:1::1",
             "2001:0:4136:e378:8000:63bf:f5ff:fffe",
         ] {
-            assert_eq!(Local::of(ip(private)), Some(Local::Private), "{private}");
+            assert_eq!(Restricted::of(ip(private)), Some(Restricted::Private), "{private}");
         }
         for other in
             ["8.8.8.8", "203.0.113.7", "2001:db8::1", "2606:4700::1111", "2002:cb00:7107::1", "64:ff9b::808:808"]
         {
-            assert_eq!(Local::of(ip(other)), None, "{other}");
+            assert_eq!(Restricted::of(ip(other)), None, "{other}");
         }
     }
 
