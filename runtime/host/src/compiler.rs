@@ -249,8 +249,12 @@ fn compile_stdin() -> Result<(), ChildFailure> {
     limit_self(&header).map_err(|err| request("cannot set the compiler's limits", &err))?;
     let mut wasm = Vec::with_capacity(header.size);
     stdin.take(header.size as u64).read_to_end(&mut wasm).map_err(|err| request("cannot read the component", &err))?;
-    let engine = wasmtime::Engine::new(&compiler_config(header.opt_level))
-        .map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
+    let mut config = compiler_config(header.opt_level);
+    // One thread per compile: the parent's turns bound the compiles at
+    // once, and a compile's CPU time is then its time.
+    config.parallel_compilation(false);
+    let engine =
+        wasmtime::Engine::new(&config).map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
     let component = Component::new(&engine, &wasm).map_err(|err| {
         let reason = format!("{err:#}");
         if reason.contains(&out_of_memory_message()) {
