@@ -37,6 +37,10 @@ pub enum Command {
     /// Work with provider components.
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Compile one provider for a parent `wasm-ccm`, from standard input to
+    /// standard output, under the limits it sets (not for people).
+    #[command(name = "compile-worker", hide = true)]
+    CompileWorker,
 }
 
 /// The `provider` commands.

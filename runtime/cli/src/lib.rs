@@ -3,6 +3,7 @@
 
 mod admin;
 mod args;
+mod compile_worker;
 mod conformance;
 mod delegation;
 mod fleet;
@@ -51,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(*args).await,
             Command::Provider(ProviderCommand::New(args)) => provider_new::new(args),
             Command::Provider(ProviderCommand::Status(args)) => provider_status::status(args).await,
+            Command::CompileWorker => anyhow::bail!("{}", compile_worker::RUN_BY_MAIN),
         }
     })
 }

@@ -292,7 +292,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         },
         leader: None,
         shutdown_grace: Duration::from_secs(10),
-        engine: EngineSettings::default(),
+        engine: EngineSettings { compiler: crate::compile_worker::compiler()?, ..EngineSettings::default() },
     };
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;

@@ -5,7 +5,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    match wasm_ccm::run(wasm_ccm::Args::parse()) {
+    let args = wasm_ccm::Args::parse();
+    if let wasm_ccm::Command::CompileWorker = args.command {
+        return wasm_ccm_host::compiler::serve_child();
+    }
+    match wasm_ccm::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {}", report(&err));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytesize::ByteSize;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec, Role};
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec, Seal};
 use wasm_ccm_reload::{InputFiles, Location};
 
 /// Which provider, its configuration, credentials and limits.
@@ -35,12 +35,13 @@ pub struct SandboxArgs {
     #[arg(long = "provider-credentials", value_name = "DIR")]
     pub credentials: Option<PathBuf>,
     /// Credentials the host signs or authenticates requests with but never
-    /// hands to the provider, each in the one role it may serve:
-    /// `NAME=ROLE`, comma-separated (roles: `bearer`,
+    /// hands to the provider, each in the one role it may serve and to the
+    /// one origin it may be sent to: `NAME=ROLE@https://host[:port]`,
+    /// comma-separated, repeated for more origins (roles: `bearer`,
     /// `aws-sigv4-access-key-id`, `aws-sigv4-secret-access-key`,
     /// `aws-sigv4-session-token`).
-    #[arg(long = "provider-sealed-credentials", value_name = "NAME=ROLE", value_delimiter = ',', value_parser = sealed_credential)]
-    pub sealed_credentials: Vec<(String, Role)>,
+    #[arg(long = "provider-sealed-credentials", value_name = "NAME=ROLE@ORIGIN", value_delimiter = ',', value_parser = clap::value_parser!(Seal))]
+    pub sealed_credentials: Vec<Seal>,
     /// Certificate authorities (PEM) the provider's HTTPS connections trust
     /// beyond the system's, for a cloud API with a private CA.
     #[arg(long = "provider-ca-file", value_name = "FILE")]
@@ -183,15 +184,6 @@ pub(crate) fn cpu_millicores(quantity: &str) -> Result<NonZeroU32, String> {
         .ok_or_else(|| format!("{quantity:?} is not a CPU share: cores (1, 0.5) or millicores (250m), above zero"))
 }
 
-/// A `--provider-sealed-credentials` entry: `NAME=ROLE`.
-pub(crate) fn sealed_credential(entry: &str) -> Result<(String, Role), String> {
-    let (name, role) = entry.trim().split_once('=').ok_or_else(|| {
-        format!("{entry:?} names no role: a sealed credential is NAME=ROLE, so that the host uses it in that role only")
-    })?;
-    let role = role.trim().parse::<Role>().map_err(|err| err.to_string())?;
-    Ok((name.trim().to_owned(), role))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,14 +199,29 @@ mod tests {
     }
 
     #[test]
-    fn a_sealed_credential_names_its_role() {
-        assert_eq!(
-            sealed_credential(" secret-access-key = aws-sigv4-secret-access-key").unwrap(),
-            ("secret-access-key".to_owned(), Role::AwsSecretAccessKey)
-        );
-        let bare = sealed_credential("secret-access-key").unwrap_err();
-        assert!(bare.contains("names no role"), "{bare}");
-        let unknown = sealed_credential("token=signing").unwrap_err();
-        assert!(unknown.contains("unknown credential role \"signing\""), "{unknown}");
+    fn a_sealed_credential_names_its_role_and_origin() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            sandbox: SandboxArgs,
+        }
+        let flags = <Flags as clap::Parser>::try_parse_from([
+            "wasm-ccm",
+            "--provider-sealed-credentials",
+            "key=aws-sigv4-secret-access-key@https://ec2.example,key=aws-sigv4-secret-access-key@https://elb.example",
+        ])
+        .unwrap_or_else(|err| panic!("{err}"));
+        let origins: Vec<String> =
+            flags.sandbox.sealed_credentials.iter().map(|seal| seal.origin.to_string()).collect();
+        assert_eq!(origins, ["https://ec2.example", "https://elb.example"]);
+        let bare = <Flags as clap::Parser>::try_parse_from([
+            "wasm-ccm",
+            "--provider-sealed-credentials",
+            "secret-access-key=aws-sigv4-secret-access-key",
+        ])
+        .err()
+        .expect("a sealed credential without an origin is refused")
+        .to_string();
+        assert!(bare.contains("it names no origin"), "{bare}");
     }
 }

@@ -164,7 +164,11 @@ fn parse<T: DeserializeOwned>(input: &Option<String>, function: Function) -> any
 /// When the provider cannot be loaded, the input is invalid or the call fails.
 pub async fn call(args: CallArgs) -> anyhow::Result<()> {
     let spec = args.provider.spec("cli", &args.cluster_name)?;
-    let engine = Engine::new(EngineSettings { allocation: wasm_ccm_host::Allocation::OnDemand, ..Default::default() })?;
+    let engine = Engine::new(EngineSettings {
+        allocation: wasm_ccm_host::Allocation::OnDemand,
+        compiler: crate::compile_worker::compiler()?,
+        ..Default::default()
+    })?;
     let provider = LoadedProvider::load(&engine, spec).await?;
     let handle = ProviderHandle::new(provider);
     let output = match args.function {

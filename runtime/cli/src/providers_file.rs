@@ -14,7 +14,7 @@ use wasm_ccm_controllers::Serves;
 use wasm_ccm_host::{ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
-use crate::provider_args::{SandboxArgs, cpu_millicores, sealed_credential};
+use crate::provider_args::{SandboxArgs, cpu_millicores};
 use crate::provider_source::SourceArgs;
 use crate::registry_args::RegistryArgs;
 
@@ -54,7 +54,7 @@ pub struct ProviderEntry {
     /// As `--provider-credentials`.
     #[serde(default)]
     pub credentials: Option<PathBuf>,
-    /// As `--provider-sealed-credentials`: `NAME=ROLE` entries.
+    /// As `--provider-sealed-credentials`: `NAME=ROLE@ORIGIN` entries.
     #[serde(default)]
     pub sealed_credentials: Vec<String>,
     /// As `--provider-ca-file`.
@@ -234,7 +234,7 @@ fn plan_one(
     let sealed_credentials = entry
         .sealed_credentials
         .iter()
-        .map(|sealed| sealed_credential(sealed).map_err(|err| anyhow::anyhow!("sealedCredentials: {err}")))
+        .map(|sealed| sealed.parse().map_err(|err| anyhow::anyhow!("sealedCredentials: {err}")))
         .collect::<anyhow::Result<_>>()?;
     let sandbox = SandboxArgs {
         cloud_config: entry.cloud_config.clone(),

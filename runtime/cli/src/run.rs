@@ -239,6 +239,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         engine: EngineSettings {
             compile_cache: args.compile_cache.clone(),
             compile_cache_max_bytes: args.compile_cache_max_size.as_u64(),
+            compiler: crate::compile_worker::compiler()?,
             ..EngineSettings::default()
         },
     };

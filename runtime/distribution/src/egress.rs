@@ -3,12 +3,17 @@
 //!
 //! A registry names other URLs the client then fetches: the token realm of
 //! its `WWW-Authenticate` challenge and the targets of its redirects. A
-//! hostile registry could point them at the host itself or at a cloud's
-//! metadata service. So loopback addresses (and unspecified ones, which
-//! reach it) and link-local ones (with the metadata addresses outside that
-//! range) are refused, whether a URL names them or a name resolves to them,
-//! unless the registry itself is on such an address: a registry on loopback
-//! may keep its token service on loopback too.
+//! hostile registry could point them at the host itself, at a cloud's
+//! metadata service or at the cluster's private network. So loopback
+//! addresses (and unspecified ones, which reach it), link-local ones (with
+//! the metadata addresses outside that range) and private ones (RFC 1918,
+//! unique local, shared CGNAT, IETF protocol assignments, benchmarking,
+//! local-use NAT64) are refused, whether a URL names them or a name
+//! resolves to them, and whether they are plain or embedded in an IPv6
+//! address (IPv4-mapped or compatible, NAT64, 6to4, Teredo), unless the
+//! registry itself is on that kind of address: a registry on loopback may
+//! keep its token service on loopback, one in a private network its token
+//! service in a private network.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -29,28 +34,56 @@ const METADATA: [IpAddr; 3] = [
 ];
 
 /// A kind of address a registry may not send the client to unless it is
-/// itself on one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Local {
+/// itself on one; ordered from the most to the least dangerous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Restricted {
     /// `127.0.0.0/8`, `::1`, and the unspecified addresses.
     Loopback,
     /// `169.254.0.0/16`, `fe80::/10` and the metadata addresses.
     LinkLocal,
+    /// `10.0.0.0/8`, `172.16.0.0/12`, `192.168.0.0/16`, `fc00::/7`, the
+    /// shared `100.64.0.0/10`, `192.0.0.0/24`, `198.18.0.0/15` and the
+    /// local-use NAT64 `64:ff9b:1::/48`.
+    Private,
 }
 
-impl Local {
-    /// The kind of `ip`, if it is loopback or link-local; IPv4-mapped IPv6
-    /// addresses count as their IPv4 address.
-    pub(crate) fn of(ip: IpAddr) -> Option<Local> {
-        let ip = ip.to_canonical();
-        let (loopback, link_local) = match ip {
-            IpAddr::V4(v4) => (v4.is_loopback() || v4.is_unspecified(), v4.is_link_local()),
-            IpAddr::V6(v6) => (v6.is_loopback() || v6.is_unspecified(), v6.segments()[0] & 0xffc0 == 0xfe80),
-        };
-        if loopback {
-            Some(Local::Loopback)
-        } else if link_local || METADATA.contains(&ip) {
-            Some(Local::LinkLocal)
+impl Restricted {
+    /// The kind of `ip`, or of the most dangerous IPv4 address it embeds,
+    /// if it is one of these.
+    pub(crate) fn of(ip: IpAddr) -> Option<Restricted> {
+        match ip {
+            IpAddr::V4(v4) => Restricted::of_v4(v4),
+            IpAddr::V6(v6) => {
+                embedded_v4(v6).into_iter().filter_map(Restricted::of_v4).chain(Restricted::of_v6(v6)).min()
+            }
+        }
+    }
+
+    fn of_v4(ip: Ipv4Addr) -> Option<Restricted> {
+        let octets = ip.octets();
+        if ip.is_loopback() || ip.is_unspecified() {
+            Some(Restricted::Loopback)
+        } else if ip.is_link_local() || METADATA.contains(&IpAddr::V4(ip)) {
+            Some(Restricted::LinkLocal)
+        } else if ip.is_private()
+            || (octets[0] == 100 && octets[1] & 0xc0 == 64)
+            || octets[..3] == [192, 0, 0]
+            || (octets[0] == 198 && octets[1] & 0xfe == 18)
+        {
+            Some(Restricted::Private)
+        } else {
+            None
+        }
+    }
+
+    fn of_v6(ip: Ipv6Addr) -> Option<Restricted> {
+        let segments = ip.segments();
+        if ip.is_loopback() || ip.is_unspecified() {
+            Some(Restricted::Loopback)
+        } else if segments[0] & 0xffc0 == 0xfe80 || METADATA.contains(&IpAddr::V6(ip)) {
+            Some(Restricted::LinkLocal)
+        } else if segments[0] & 0xfe00 == 0xfc00 || segments[..3] == [0x64, 0xff9b, 1] {
+            Some(Restricted::Private)
         } else {
             None
         }
@@ -58,9 +91,25 @@ impl Local {
 
     fn describe(self) -> &'static str {
         match self {
-            Local::Loopback => "a loopback address",
-            Local::LinkLocal => "a link-local or metadata address",
+            Restricted::Loopback => "a loopback address",
+            Restricted::LinkLocal => "a link-local or metadata address",
+            Restricted::Private => "a private address",
         }
+    }
+}
+
+/// The IPv4 addresses an IPv6 address carries: IPv4-mapped and compatible
+/// addresses, NAT64 (`64:ff9b::/96`), 6to4 (`2002::/16`) and both ends of
+/// Teredo (`2001::/32`: the server, and the client's address inverted).
+fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let bits = u128::from(ip);
+    let low = Ipv4Addr::from(bits as u32);
+    let segments = ip.segments();
+    match segments {
+        [0, 0, 0, 0, 0, 0xffff, _, _] | [0, 0, 0, 0, 0, 0, _, _] | [0x64, 0xff9b, 0, 0, 0, 0, _, _] => vec![low],
+        [0x2002, ..] => vec![Ipv4Addr::from((bits >> 80) as u32)],
+        [0x2001, 0, ..] => vec![Ipv4Addr::from((bits >> 64) as u32), Ipv4Addr::from(!(bits as u32))],
+        _ => Vec::new(),
     }
 }
 
@@ -68,12 +117,12 @@ impl Local {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Egress {
     /// The kinds of local address the registry itself is on.
-    allowed: Vec<Local>,
+    allowed: Vec<Restricted>,
 }
 
 impl Egress {
     /// The rules for a registry at `host` (a name or an IP address, without
-    /// the port): the kinds of local address it is on are allowed.
+    /// the port): the kinds of restricted address it is on are allowed.
     pub(crate) async fn for_registry(host: &str) -> Egress {
         let addresses: Vec<IpAddr> = match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             Ok(ip) => vec![ip],
@@ -84,7 +133,8 @@ impl Egress {
                 .map(|found| found.map(|a| a.ip()).collect())
                 .unwrap_or_default(),
         };
-        let mut allowed: Vec<Local> = addresses.into_iter().filter_map(Local::of).collect();
+        let mut allowed: Vec<Restricted> = addresses.into_iter().filter_map(Restricted::of).collect();
+        allowed.sort_unstable();
         allowed.dedup();
         Egress { allowed }
     }
@@ -92,7 +142,7 @@ impl Egress {
     /// Refuses `ip` when it is loopback or link-local and the registry is
     /// not on such an address; the error says why.
     pub(crate) fn check_ip(&self, ip: IpAddr) -> Result<(), String> {
-        match Local::of(ip) {
+        match Restricted::of(ip) {
             Some(local) if !self.allowed.contains(&local) => {
                 Err(format!("{ip} is {}, and the registry is not on one", local.describe()))
             }
@@ -167,17 +217,47 @@ mod tests {
     }
 
     #[test]
-    fn loopback_link_local_and_metadata_addresses() {
-        for loopback in ["127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "::ffff:127.0.0.1"] {
-            assert_eq!(Local::of(ip(loopback)), Some(Local::Loopback), "{loopback}");
+    fn loopback_link_local_metadata_and_private_addresses() {
+        for loopback in ["127.0.0.1", "127.1.2.3", "::1", "0.0.0.0", "::", "::ffff:127.0.0.1", "64:ff9b::7f00:1"] {
+            assert_eq!(Restricted::of(ip(loopback)), Some(Restricted::Loopback), "{loopback}");
         }
-        for link_local in
-            ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "168.63.129.16", "100.100.100.200"]
+        for link_local in [
+            "169.254.169.254",
+            "169.254.0.1",
+            "fe80::1",
+            "fd00:ec2::254",
+            "168.63.129.16",
+            "100.100.100.200",
+            "64:ff9b::a9fe:a9fe",
+            "::ffff:169.254.169.254",
+            "2002:a9fe:a9fe::1",
+            // Teredo: the server 169.254.169.254, or the client (inverted).
+            "2001:0:a9fe:a9fe::1",
+            "2001:0:4136:e378:8000:63bf:5601:5601",
+        ] {
+            assert_eq!(Restricted::of(ip(link_local)), Some(Restricted::LinkLocal), "{link_local}");
+        }
+        for private in [
+            "10.96.0.1",
+            "172.16.0.1",
+            "192.168.1.1",
+            "100.64.0.1",
+            "192.0.0.192",
+            "198.18.0.1",
+            "198.19.255.254",
+            "fd00::1",
+            "fc00::1",
+            "64:ff9b::a60:1",
+            "64:ff9b:1::a00:1",
+            "2002:a00:1::1",
+            "2001:0:4136:e378:8000:63bf:f5ff:fffe",
+        ] {
+            assert_eq!(Restricted::of(ip(private)), Some(Restricted::Private), "{private}");
+        }
+        for other in
+            ["8.8.8.8", "203.0.113.7", "2001:db8::1", "2606:4700::1111", "2002:cb00:7107::1", "64:ff9b::808:808"]
         {
-            assert_eq!(Local::of(ip(link_local)), Some(Local::LinkLocal), "{link_local}");
-        }
-        for other in ["10.0.0.1", "192.168.1.1", "8.8.8.8", "2001:db8::1", "fd00::1"] {
-            assert_eq!(Local::of(ip(other)), None, "{other}");
+            assert_eq!(Restricted::of(ip(other)), None, "{other}");
         }
     }
 
@@ -194,6 +274,14 @@ mod tests {
         let loopback = Egress::for_registry("127.0.0.1").await;
         assert!(loopback.check_ip(ip("127.0.0.1")).is_ok(), "a registry on loopback keeps its tokens there");
         assert!(loopback.check_ip(ip("169.254.169.254")).is_err(), "but not the metadata service");
+        let err = loopback.check_ip(ip("10.96.0.1")).unwrap_err();
+        assert_eq!(err, "10.96.0.1 is a private address, and the registry is not on one");
+
+        let private = Egress::for_registry("10.96.0.10").await;
+        assert!(private.check_ip(ip("10.96.0.20")).is_ok(), "a registry in a private network keeps its tokens there");
+        assert!(private.check_ip(ip("192.168.0.5")).is_ok());
+        assert!(private.check_ip(ip("64:ff9b::a9fe:a9fe")).is_err(), "but not the metadata service");
+        assert!(private.check_ip(ip("127.0.0.1")).is_err());
         assert!(Egress::for_registry("[::1]").await.check_ip(ip("127.0.0.2")).is_ok());
         assert!(Egress::for_registry("localhost").await.check_ip(ip("127.0.0.1")).is_ok());
     }

@@ -21,6 +21,13 @@ use crate::bounded::{self, BodyError, MAX_TOKEN};
 use crate::egress::{Egress, GuardedResolver, Refusal};
 use crate::{Auth, DistributionError, Reference, RegistryOptions, options};
 
+/// How much of a registry's error answer its error message quotes.
+const MAX_MESSAGE: usize = 1024;
+/// How much of a token realm's error answer its error message quotes: the
+/// realm is a URL the registry chose, so less of what it answers reaches
+/// logs and events.
+const MAX_REALM_MESSAGE: usize = 256;
+
 /// A connection to one registry's repository, authorised for pulls.
 pub(crate) struct Session {
     client: reqwest::Client,
@@ -183,7 +190,7 @@ impl Session {
         if !response.status().is_success() {
             let status = response.status();
             let body = bounded::read_prefix(response).await;
-            let detail = format!("the token realm answered {status}: {}", message(&body));
+            let detail = format!("the token realm answered {status}: {}", message(&body, MAX_REALM_MESSAGE));
             return Err(DistributionError::Unauthorized {
                 registry: reference.registry().to_owned(),
                 repository: reference.repository().to_owned(),
@@ -246,14 +253,14 @@ fn status_error(status: StatusCode, body: &[u8], url: &Url) -> OciDistributionEr
     }
     match serde_json::from_slice::<OciEnvelope>(body) {
         Ok(envelope) if status.is_client_error() => OciDistributionError::RegistryError { envelope, url },
-        _ => OciDistributionError::ServerError { code: status.as_u16(), url, message: message(body) },
+        _ => OciDistributionError::ServerError { code: status.as_u16(), url, message: message(body, MAX_MESSAGE) },
     }
 }
 
-/// The first KiB of an error answer, as text.
-fn message(body: &[u8]) -> String {
-    let mut text = String::from_utf8_lossy(&body[..body.len().min(1024)]).into_owned();
-    if body.len() > 1024 {
+/// The first `max` bytes of an error answer, as text.
+fn message(body: &[u8], max: usize) -> String {
+    let mut text = String::from_utf8_lossy(&body[..body.len().min(max)]).into_owned();
+    if body.len() > max {
         text.push_str("...");
     }
     text

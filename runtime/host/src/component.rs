@@ -2,12 +2,13 @@
 //! is a component, it exports the whole world at this host's contract
 //! version, and it imports nothing the host does not provide.
 
-use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
+
 use wasm_ccm_cloud::Interface;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
-use crate::cache::{CacheOutcome, Lookup};
+use crate::cache::{CacheOutcome, CompileCache, Lookup};
 use crate::engine::Engine;
 use crate::error::LoadError;
 
@@ -51,59 +52,91 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
     }
 }
 
-/// Compiles `bytes` and checks it is a provider of this contract.
+/// Compiles `bytes` on this thread and checks it is a provider of this
+/// contract.
 ///
 /// # Errors
 /// When the bytes are not a component, do not compile, or do not export
 /// and import what a provider must.
 pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
-    compile_cached(engine, bytes).map(|(component, _)| component)
+    check_header(bytes)?;
+    let component = build(engine, bytes)?;
+    check(engine, &component)?;
+    Ok(component)
 }
 
-/// Compiles `bytes`, or loads them from the engine's compile cache, and
-/// checks it is a provider of this contract; says where the code came from.
+/// Loads the component of `bytes`, whose sha256 is `digest` (hex), from the
+/// engine's compile cache, or compiles it with the engine's compiler; checks
+/// it is a provider of this contract and says where the code came from.
 ///
 /// Only components that pass the checks are stored in the cache; an entry
 /// that does not verify or load is logged, compiled again and overwritten.
 ///
 /// # Errors
-/// As [`compile`].
-pub fn compile_cached(engine: &Engine, bytes: &[u8]) -> Result<(Component, CacheOutcome), LoadError> {
-    check_header(bytes)?;
-    let Some(cache) = engine.compile_cache() else {
-        return Ok((compile_checked(engine, bytes)?, CacheOutcome::Disabled));
+/// As [`compile`], and when the compile does not end in time.
+pub(crate) async fn compile_cached(
+    engine: &Engine,
+    bytes: Arc<[u8]>,
+    digest: &str,
+) -> Result<(Component, CacheOutcome), LoadError> {
+    check_header(&bytes)?;
+    let outcome = match engine.compile_cache() {
+        None => CacheOutcome::Disabled,
+        Some(cache) => match blocking(engine, digest, |cache, engine, digest| cache.get(engine, digest)).await? {
+            Lookup::Hit(component) => {
+                check(engine, &component)?;
+                tracing::debug!(digest = %format_args!("sha256:{digest}"), "loaded compiled code from the cache");
+                return Ok((component, CacheOutcome::Hit));
+            }
+            Lookup::Miss => CacheOutcome::Miss,
+            Lookup::Rejected(reason) => {
+                tracing::warn!(
+                    entry = %cache.entry_path(&bytes).display(),
+                    %reason,
+                    "compile cache entry refused; compiling again"
+                );
+                CacheOutcome::Rejected
+            }
+        },
     };
-    let digest = format!("{:x}", Sha256::digest(bytes));
-    let outcome = match cache.get(engine.wasmtime(), &digest) {
-        Lookup::Hit(component) => {
-            check_imports(engine, &component)?;
-            check_exports(engine, &component)?;
-            tracing::debug!(digest = %format_args!("sha256:{digest}"), "loaded compiled code from the cache");
-            return Ok((component, CacheOutcome::Hit));
+    let component = engine.compile_fresh(bytes).await?;
+    check(engine, &component)?;
+    if engine.compile_cache().is_some() {
+        let stored = component.clone();
+        match blocking(engine, digest, move |cache, _, digest| cache.put(digest, &stored)).await? {
+            Ok(path) => tracing::debug!(entry = %path.display(), "stored compiled code in the cache"),
+            Err(err) => tracing::warn!(error = %err, "cannot store compiled code in the cache"),
         }
-        Lookup::Miss => CacheOutcome::Miss,
-        Lookup::Rejected(reason) => {
-            tracing::warn!(
-                entry = %cache.entry_path(bytes).display(),
-                %reason,
-                "compile cache entry refused; compiling again"
-            );
-            CacheOutcome::Rejected
-        }
-    };
-    let component = compile_checked(engine, bytes)?;
-    match cache.put(&digest, &component) {
-        Ok(path) => tracing::debug!(entry = %path.display(), "stored compiled code in the cache"),
-        Err(err) => tracing::warn!(error = %err, "cannot store compiled code in the cache"),
     }
     Ok((component, outcome))
 }
 
-fn compile_checked(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
-    let component = Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))?;
-    check_imports(engine, &component)?;
-    check_exports(engine, &component)?;
-    Ok(component)
+/// Runs `work` on the engine's compile cache on a blocking thread: it
+/// reads and writes files.
+async fn blocking<T: Send + 'static>(
+    engine: &Engine,
+    digest: &str,
+    work: impl FnOnce(&CompileCache, &wasmtime::Engine, &str) -> T + Send + 'static,
+) -> Result<T, LoadError> {
+    let (engine, digest) = (engine.clone(), digest.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let cache = engine.compile_cache().expect("called with a compile cache only");
+        work(cache, engine.wasmtime(), &digest)
+    })
+    .await
+    .map_err(|err| LoadError::Engine(format!("the compile cache stopped: {err}")))
+}
+
+/// Compiles `bytes` into a component, on this thread.
+pub(crate) fn build(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))
+}
+
+/// Checks that `component` imports only what the host provides and exports
+/// the whole world.
+fn check(engine: &Engine, component: &Component) -> Result<(), LoadError> {
+    check_imports(engine, component)?;
+    check_exports(engine, component)
 }
 
 /// Splits `package/interface@version` into its parts.

@@ -1,6 +1,7 @@
 //! Conversions between Kubernetes objects and the world's records, and from
 //! the records providers return to the host's types.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -9,8 +10,13 @@ use k8s_openapi::api::core::v1 as core;
 
 use crate::bindings::Parts as WitParts;
 use crate::bindings::types as wit;
+use crate::log::{MAX_TEXT, clip};
 use wasm_ccm_cloud::ProviderError;
 use wasm_ccm_cloud::{InstanceMetadata, Parts, Route, Zone};
+
+/// The most of one value a provider returned (an address, a name) that an
+/// error quotes.
+const MAX_QUOTED: usize = 256;
 
 /// Why an object cannot be passed to a provider.
 fn invalid(what: String) -> ProviderError {
@@ -200,7 +206,7 @@ pub(crate) fn node_addresses(addresses: Vec<wit::NodeAddress>) -> Result<Vec<cor
             let is_ip =
                 matches!(address.address_type, wit::NodeAddressType::InternalIp | wit::NodeAddressType::ExternalIp);
             if address.address.is_empty() || (is_ip && address.address.parse::<IpAddr>().is_err()) {
-                return Err(ProviderError::InvalidResult(format!("bad node address {:?}", address.address)));
+                return Err(ProviderError::InvalidResult(format!("bad node address {:?}", quoted(&address.address))));
             }
             Ok(core::NodeAddress {
                 type_: address_type_name(address.address_type).to_owned(),
@@ -218,7 +224,8 @@ pub(crate) fn load_balancer_status(status: wit::LoadBalancerStatus) -> Result<co
         .map(|ingress| {
             if let Some(ip) = ingress.ip.as_deref().filter(|ip| ip.parse::<IpAddr>().is_err()) {
                 return Err(ProviderError::InvalidResult(format!(
-                    "load-balancer ingress IP {ip:?} is not an IP address"
+                    "load-balancer ingress IP {:?} is not an IP address",
+                    quoted(ip)
                 )));
             }
             if ingress.ip.is_none() && ingress.hostname.is_none() {
@@ -281,7 +288,8 @@ pub(crate) fn route(route: wit::Route) -> Result<Route, ProviderError> {
     if route.destination_cidr.parse::<ipnet::IpNet>().is_err() {
         return Err(ProviderError::InvalidResult(format!(
             "route {:?} has a bad destination {:?}",
-            route.name, route.destination_cidr
+            quoted(&route.name),
+            quoted(&route.destination_cidr)
         )));
     }
     Ok(Route {
@@ -306,16 +314,31 @@ pub(crate) fn parts(parts: WitParts) -> Parts {
     }
 }
 
-/// A provider's error.
+/// A provider's error, its message cut to [`MAX_TEXT`] as log records
+/// are: what it costs in logs, events and metrics stays bounded whatever
+/// the provider sends.
 pub(crate) fn cloud_error(error: wit::CloudError) -> ProviderError {
     match error {
         wit::CloudError::InstanceNotFound => ProviderError::InstanceNotFound,
         wit::CloudError::NotImplemented => ProviderError::NotImplemented,
         wit::CloudError::ImplementedElsewhere => ProviderError::ImplementedElsewhere,
         wit::CloudError::Retry(retry) => {
-            ProviderError::Retry { delay: Duration::from_millis(retry.delay_ms), message: retry.message }
+            ProviderError::Retry { delay: Duration::from_millis(retry.delay_ms), message: bounded(retry.message) }
         }
-        wit::CloudError::Other(message) => ProviderError::Cloud(message),
+        wit::CloudError::Other(message) => ProviderError::Cloud(bounded(message)),
+    }
+}
+
+/// A value a provider returned, cut to quote it in an error.
+pub(crate) fn quoted(value: &str) -> Cow<'_, str> {
+    clip(value, MAX_QUOTED)
+}
+
+/// `text` cut to [`MAX_TEXT`] bytes, saying how much was cut.
+pub(crate) fn bounded(text: String) -> String {
+    match clip(&text, MAX_TEXT) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(clipped) => clipped,
     }
 }
 
@@ -390,5 +413,20 @@ mod tests {
         assert!(load_balancer_status(empty).is_err());
         let address = wit::NodeAddress { address_type: wit::NodeAddressType::InternalIp, address: "10.0.0.300".into() };
         assert!(node_addresses(vec![address]).is_err());
+        let huge = wit::NodeAddress { address_type: wit::NodeAddressType::InternalIp, address: "1".repeat(1 << 20) };
+        let err = node_addresses(vec![huge]).unwrap_err().to_string();
+        assert!(err.len() < 2 * MAX_QUOTED, "a returned value is quoted cut short: {} bytes", err.len());
+    }
+
+    #[test]
+    fn a_provider_s_error_text_is_cut_where_it_enters_the_host() {
+        let huge = "e".repeat(200 << 10);
+        let ProviderError::Cloud(message) = cloud_error(wit::CloudError::Other(huge.clone())) else { panic!() };
+        assert_eq!(message, format!("{}…[{} more bytes]", &huge[..MAX_TEXT], huge.len() - MAX_TEXT));
+        let retry = wit::CloudError::Retry(wit::RetryAfter { delay_ms: 5, message: huge });
+        let ProviderError::Retry { message, .. } = cloud_error(retry) else { panic!() };
+        assert!(message.len() < MAX_TEXT + 32, "{}", message.len());
+        let short = cloud_error(wit::CloudError::Other("quota exceeded".into()));
+        assert_eq!(short, ProviderError::Cloud("quota exceeded".into()));
     }
 }

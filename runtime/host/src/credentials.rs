@@ -4,16 +4,27 @@
 //! A provider can read exactly these, by file name; it has no file system
 //! access, so no other name, path or directory can reach anything.
 //!
-//! A credential can also be *sealed* in a [`Role`]: the host still uses it
-//! to sign or authenticate the provider's requests (`request-auth`), in that
-//! role only, but the `credentials` import refuses to hand it to the guest,
-//! so a secret never enters guest memory or leaves the host in another
-//! shape whatever the provider does.
+//! A credential can also be *sealed* ([`Seal`]): in a [`Role`], for the
+//! origins it is bound to. The host still uses it to sign or authenticate
+//! the provider's requests (`request-auth`), in that role only and on
+//! requests to those origins only, but the `credentials` import refuses to
+//! hand it to the guest, so a secret never enters guest memory, and never
+//! goes to a server its operator did not name, whatever the provider does.
+//! What a server echoes of it is scrubbed from the answer before the guest
+//! sees it (see the `http` import).
+//!
+//! Every sealed credential names its origins: one sealed without would go
+//! to whatever the allow-list allows, an echoing server among them, so
+//! [`Seal`] has no form without one. A sealed value is at least
+//! [`MIN_SEALED`] bytes long, so that it can be told apart in the answers it
+//! is scrubbed from and cannot be guessed through them.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+
+use url::Url;
 
 use crate::bindings::credentials;
 use crate::log::clip;
@@ -22,6 +33,8 @@ use crate::log::clip;
 const MAX_CREDENTIAL: u64 = 1 << 20;
 /// How much of a name the provider asked for the host logs.
 const MAX_NAME_LOGGED: usize = 256;
+/// The shortest value a sealed credential may have, in bytes.
+pub const MIN_SEALED: usize = 8;
 
 /// Why credentials could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +70,38 @@ pub enum CredentialsError {
         /// The roles there are, comma-separated.
         roles: String,
     },
+    /// A sealed credential's entry is not `NAME=ROLE@ORIGIN`.
+    #[error(
+        "{entry:?} is not a sealed credential: {reason}; a sealed credential is NAME=ROLE@https://host[:port], \
+         used by the host in that role, on requests to that origin only (repeat it for more origins)"
+    )]
+    BadSeal {
+        /// The entry.
+        entry: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A credential is sealed in two roles.
+    #[error("cannot seal the credential {name} as {role}: it is sealed as {sealed_as} already")]
+    TwoRoles {
+        /// The credential.
+        name: String,
+        /// The second role.
+        role: Role,
+        /// The first role.
+        sealed_as: Role,
+    },
+    /// A sealed credential is too short to be scrubbed from answers.
+    #[error(
+        "cannot seal the credential {name}: it is {length} bytes long, and a sealed credential has at least \
+         {MIN_SEALED}, so that it can be told apart in the answers it is scrubbed from and not guessed"
+    )]
+    TooShort {
+        /// The credential.
+        name: String,
+        /// Its length, surrounding white space left out.
+        length: usize,
+    },
 }
 
 /// What the host may do with a sealed credential on the provider's behalf.
@@ -86,6 +131,75 @@ impl Role {
     fn needs_tls(self) -> bool {
         matches!(self, Role::Bearer | Role::AwsSessionToken)
     }
+}
+
+/// One origin a sealed credential may be sent to: `https://host[:port]`,
+/// or `http://` for the roles that never cross the network as they are.
+/// A name or an IP address, never a wildcard or a network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedOrigin(url::Origin);
+
+impl fmt::Display for SealedOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.ascii_serialization())
+    }
+}
+
+impl FromStr for SealedOrigin {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let url = Url::parse(text).map_err(|err| format!("the origin {text:?} is not a URL: {err}"))?;
+        if !matches!(url.scheme(), "https" | "http") {
+            return Err(format!("the origin {text:?} is not https:// or http://"));
+        }
+        let bare = url.username().is_empty()
+            && url.password().is_none()
+            && url.path() == "/"
+            && url.query().is_none()
+            && url.fragment().is_none();
+        if !bare || url.host_str().is_none_or(|host| host.contains('*')) {
+            return Err(format!("the origin {text:?} is not one host and port: no wildcard, network or path"));
+        }
+        Ok(SealedOrigin(url.origin()))
+    }
+}
+
+/// A sealed credential: `name`, used by the host in `role` only, on
+/// requests to `origin` only. Written `NAME=ROLE@ORIGIN`; a credential
+/// sealed for several origins is one [`Seal`] per origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seal {
+    /// The credential.
+    pub name: String,
+    /// What the host may do with it.
+    pub role: Role,
+    /// Where it may be sent.
+    pub origin: SealedOrigin,
+}
+
+impl FromStr for Seal {
+    type Err = CredentialsError;
+
+    fn from_str(entry: &str) -> Result<Self, CredentialsError> {
+        let bad = |reason: String| CredentialsError::BadSeal { entry: entry.to_owned(), reason };
+        let (name, rest) = entry.trim().split_once('=').ok_or_else(|| bad("it names no role".to_owned()))?;
+        let (role, origin) = rest.split_once('@').ok_or_else(|| bad("it names no origin".to_owned()))?;
+        let role: Role = role.trim().parse()?;
+        let origin: SealedOrigin = origin.trim().parse().map_err(bad)?;
+        if role.needs_tls() && origin.0.ascii_serialization().starts_with("http:") {
+            return Err(bad(format!("{role} is sent only over https, and {origin} is not")));
+        }
+        Ok(Seal { name: name.trim().to_owned(), role, origin })
+    }
+}
+
+/// What a sealed credential may serve: its role, on requests to its
+/// origins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sealing {
+    role: Role,
+    origins: Vec<url::Origin>,
 }
 
 impl fmt::Display for Role {
@@ -124,21 +238,23 @@ pub enum UseRefused {
         /// The role the request asked for.
         asked: Role,
     },
-    /// The credential would cross the network in the clear.
-    #[error("credential {name:?} is sealed as {role}, which is sent only over https")]
-    PlainHttp {
+    /// The request goes to an origin the credential is not sealed for.
+    #[error("credential {name:?} is sealed for {origins} only, not {asked}")]
+    OtherOrigin {
         /// The credential.
         name: String,
-        /// Its role.
-        role: Role,
+        /// Its origins, comma-separated.
+        origins: String,
+        /// The request's origin.
+        asked: String,
     },
 }
 
-/// A provider's credentials, by name, and the roles of the sealed ones.
+/// A provider's credentials, by name, and how the sealed ones may serve.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Credentials {
     values: BTreeMap<String, Vec<u8>>,
-    sealed: BTreeMap<String, Role>,
+    sealed: BTreeMap<String, Sealing>,
 }
 
 impl fmt::Debug for Credentials {
@@ -188,23 +304,27 @@ impl Credentials {
         Ok(Credentials { values, sealed: BTreeMap::new() })
     }
 
-    /// Seals each credential of `roles` in its role: usable by the host for
-    /// the provider's requests in that role only, never readable by the
-    /// provider.
+    /// Seals each credential of `seals`: usable by the host for the
+    /// provider's requests in its role and to its origins only, never
+    /// readable by the provider.
     ///
     /// # Errors
-    /// When a name is not a credential, which is likely a typo.
-    pub fn seal<I, S>(mut self, roles: I) -> Result<Self, CredentialsError>
-    where
-        I: IntoIterator<Item = (S, Role)>,
-        S: Into<String>,
-    {
-        for (name, role) in roles.into_iter().map(|(name, role)| (name.into(), role)) {
-            if !self.values.contains_key(&name) {
+    /// When a name is not a credential (likely a typo), a credential is
+    /// given two roles, or its value is shorter than [`MIN_SEALED`].
+    pub fn seal(mut self, seals: impl IntoIterator<Item = Seal>) -> Result<Self, CredentialsError> {
+        for Seal { name, role, origin } in seals {
+            let Some(value) = self.get_text(&name) else {
                 let present = self.values.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
                 return Err(CredentialsError::SealUnknown { name, present });
+            };
+            if value.len() < MIN_SEALED {
+                return Err(CredentialsError::TooShort { name, length: value.len() });
             }
-            self.sealed.insert(name, role);
+            let sealing = self.sealed.entry(name.clone()).or_insert(Sealing { role, origins: Vec::new() });
+            if sealing.role != role {
+                return Err(CredentialsError::TwoRoles { name, role, sealed_as: sealing.role });
+            }
+            sealing.origins.push(origin.0);
         }
         Ok(self)
     }
@@ -214,23 +334,36 @@ impl Credentials {
         self.sealed.contains_key(name)
     }
 
+    /// The values of the sealed credentials, as the host sends them: what
+    /// an answer must not carry back to the provider.
+    pub(crate) fn sealed_values(&self) -> impl Iterator<Item = String> + '_ {
+        self.sealed.keys().filter_map(|name| self.get_text(name))
+    }
+
     /// The credential `name` as text, for the host to use in `role` on a
-    /// request over TLS or not: a credential the provider can read serves
-    /// any role, a sealed one only its own.
+    /// request to `url`: a credential the provider can read serves any
+    /// role and origin, a sealed one only its own.
     ///
     /// # Errors
-    /// When there is no such credential, it is sealed in another role, or
-    /// its role sends it as it is and the request is not over TLS.
-    pub fn for_role(&self, name: &str, role: Role, over_tls: bool) -> Result<String, UseRefused> {
+    /// When there is no such credential, or it is sealed in another role
+    /// or for other origins.
+    pub fn for_role(&self, name: &str, role: Role, url: &Url) -> Result<String, UseRefused> {
         let value = self.get_text(name).ok_or_else(|| UseRefused::NotBound(name.to_owned()))?;
-        match self.sealed.get(name) {
-            None => Ok(value),
-            Some(&sealed_as) if sealed_as != role => {
-                Err(UseRefused::WrongRole { name: name.to_owned(), sealed_as, asked: role })
-            }
-            Some(_) if role.needs_tls() && !over_tls => Err(UseRefused::PlainHttp { name: name.to_owned(), role }),
-            Some(_) => Ok(value),
+        let Some(sealing) = self.sealed.get(name) else {
+            return Ok(value);
+        };
+        if sealing.role != role {
+            return Err(UseRefused::WrongRole { name: name.to_owned(), sealed_as: sealing.role, asked: role });
         }
+        let asked = url.origin();
+        if !sealing.origins.contains(&asked) {
+            return Err(UseRefused::OtherOrigin {
+                name: name.to_owned(),
+                origins: sealing.origins.iter().map(url::Origin::ascii_serialization).collect::<Vec<_>>().join(", "),
+                asked: asked.ascii_serialization(),
+            });
+        }
+        Ok(value)
     }
 
     /// The credential `name`.
@@ -296,21 +429,89 @@ mod tests {
         assert_eq!(format!("{credentials:?}"), r#"{"token"}"#, "values never reach logs");
     }
 
+    fn seal(entry: &str) -> Seal {
+        entry.parse().unwrap_or_else(|err| panic!("{err}"))
+    }
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
     #[test]
-    fn a_sealed_credential_serves_its_role_only() {
-        let credentials = Credentials::from_pairs([("secret", "s3cret"), ("token", "t0ken"), ("region", "eu-west-1")])
-            .seal([("secret", Role::AwsSecretAccessKey), ("token", Role::Bearer)])
-            .unwrap();
-        assert_eq!(credentials.for_role("secret", Role::AwsSecretAccessKey, false).as_deref(), Ok("s3cret"));
+    fn a_sealed_credential_serves_its_role_and_origins_only() {
+        let credentials =
+            Credentials::from_pairs([("secret", "s3cret-key"), ("token", "t0ken-value"), ("region", "eu-west-1")])
+                .seal([
+                    seal("secret=aws-sigv4-secret-access-key@http://ec2.example"),
+                    seal("token=bearer@https://api.example"),
+                    seal("token=bearer@https://API.example:8443/"),
+                ])
+                .unwrap();
+        let ec2 = url("http://ec2.example/");
+        assert_eq!(credentials.for_role("secret", Role::AwsSecretAccessKey, &ec2).as_deref(), Ok("s3cret-key"));
         for role in [Role::Bearer, Role::AwsAccessKeyId, Role::AwsSessionToken] {
-            let refused = credentials.for_role("secret", role, true).unwrap_err();
+            let refused = credentials.for_role("secret", role, &ec2).unwrap_err();
             assert!(matches!(refused, UseRefused::WrongRole { .. }), "{role}: {refused}");
         }
-        assert_eq!(credentials.for_role("token", Role::Bearer, true).as_deref(), Ok("t0ken"));
-        let refused = credentials.for_role("token", Role::Bearer, false).unwrap_err();
-        assert_eq!(refused.to_string(), r#"credential "token" is sealed as bearer, which is sent only over https"#);
-        assert_eq!(credentials.for_role("region", Role::Bearer, false).as_deref(), Ok("eu-west-1"), "not sealed");
-        assert_eq!(credentials.for_role("other", Role::Bearer, true), Err(UseRefused::NotBound("other".into())));
+        for allowed in ["https://api.example/v1", "https://api.example:443/", "https://api.example:8443/x"] {
+            assert_eq!(credentials.for_role("token", Role::Bearer, &url(allowed)).as_deref(), Ok("t0ken-value"));
+        }
+        for other in ["http://api.example/", "https://api.example:444/", "https://echo.example/", "https://127.0.0.1/"]
+        {
+            let refused = credentials.for_role("token", Role::Bearer, &url(other)).unwrap_err();
+            assert!(matches!(refused, UseRefused::OtherOrigin { .. }), "{other}: {refused}");
+        }
+        assert_eq!(
+            credentials.for_role("token", Role::Bearer, &url("https://echo.example/")).unwrap_err().to_string(),
+            r#"credential "token" is sealed for https://api.example, https://api.example:8443 only, not https://echo.example"#
+        );
+        let anywhere = url("http://echo.example/");
+        assert_eq!(credentials.for_role("region", Role::Bearer, &anywhere).as_deref(), Ok("eu-west-1"), "not sealed");
+        assert_eq!(credentials.for_role("other", Role::Bearer, &anywhere), Err(UseRefused::NotBound("other".into())));
+        assert_eq!(credentials.sealed_values().collect::<Vec<_>>(), ["s3cret-key", "t0ken-value"]);
+    }
+
+    #[test]
+    fn a_seal_names_its_role_and_one_origin() {
+        let parsed = seal(" token = bearer @ https://api.example:8443 ");
+        assert_eq!((parsed.name.as_str(), parsed.role), ("token", Role::Bearer));
+        assert_eq!(parsed.origin.to_string(), "https://api.example:8443");
+        assert_eq!(seal("t=bearer@https://[fd00::1]").origin.to_string(), "https://[fd00::1]");
+        for (entry, expected) in [
+            ("token", "it names no role"),
+            ("token=bearer", "it names no origin"),
+            ("token=signing@https://api.example", "unknown credential role \"signing\""),
+            ("token=bearer@https://*.example", "no wildcard, network or path"),
+            ("token=bearer@https://*", "no wildcard, network or path"),
+            ("token=bearer@https://10.0.0.0/8", "no wildcard, network or path"),
+            ("token=bearer@https://api.example/v1", "no wildcard, network or path"),
+            ("token=bearer@https://user@api.example", "no wildcard, network or path"),
+            ("token=bearer@api.example", "is not a URL"),
+            ("token=bearer@ftp://api.example", "is not https:// or http://"),
+            ("token=bearer@http://api.example", "bearer is sent only over https, and http://api.example is not"),
+            ("t=aws-sigv4-session-token@http://a.example", "sent only over https"),
+        ] {
+            let err = entry.parse::<Seal>().unwrap_err().to_string();
+            assert!(err.contains(expected), "{entry}: {err}");
+        }
+        let err = "token=bearer".parse::<Seal>().unwrap_err().to_string();
+        assert!(err.contains("NAME=ROLE@https://host[:port]"), "{err}");
+    }
+
+    #[test]
+    fn sealing_refuses_typos_two_roles_and_short_values() {
+        let credentials = || Credentials::from_pairs([("token", "t0ken-value"), ("pin", "1234\n")]);
+        let typo = credentials().seal([seal("tokn=bearer@https://a.example")]).unwrap_err();
+        assert_eq!(
+            typo.to_string(),
+            "cannot seal the credential tokn: there is no credential of that name (there are: pin, token)"
+        );
+        let twice = credentials()
+            .seal([seal("token=bearer@https://a.example"), seal("token=aws-sigv4-session-token@https://b.example")])
+            .unwrap_err();
+        assert!(matches!(twice, CredentialsError::TwoRoles { .. }), "{twice}");
+        let short = credentials().seal([seal("pin=bearer@https://a.example")]).unwrap_err();
+        assert!(matches!(short, CredentialsError::TooShort { length: 4, .. }), "{short}");
     }
 
     #[test]

@@ -7,10 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use sha2::{Digest as _, Sha256};
 pub use wasmtime::OptLevel;
+use wasmtime::component::Component;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::cache::CompileCache;
+use crate::cache::{CacheOutcome, CompileCache};
+use crate::compile_failures::CompileFailures;
+use crate::compiler::Compiler;
 use crate::error::LoadError;
 use crate::metrics::ProviderMetrics;
 
@@ -50,10 +54,14 @@ pub struct EngineSettings {
     pub compile_cache_max_bytes: u64,
     /// The largest component compiled, in bytes.
     pub max_component_size: usize,
-    /// How long compiling one component may take. A compile past it is
-    /// reported as failed; it cannot be interrupted, so it runs to its end
-    /// on its thread, and the next compile waits for it.
+    /// How long compiling one component may take once it has its turn. A
+    /// compile past it is given up and reported as failed (see [`Compiler`]
+    /// for what becomes of it).
     pub compile_timeout: Duration,
+    /// Where components are compiled.
+    pub compiler: Compiler,
+    /// Components compiled at once, all providers together; more wait.
+    pub compile_parallelism: usize,
 }
 
 impl Default for EngineSettings {
@@ -66,8 +74,20 @@ impl Default for EngineSettings {
             compile_cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
             max_component_size: 32 << 20,
             compile_timeout: Duration::from_secs(60),
+            compiler: Compiler::InProcess,
+            compile_parallelism: 2,
         }
     }
+}
+
+/// What decides how components compile: the same for an engine and for
+/// the compiler process that compiles for it, so that its code loads.
+pub(crate) fn compiler_config(opt_level: OptLevel) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.cranelift_opt_level(opt_level);
+    config
 }
 
 /// The engine and its epoch ticker; cheap to clone.
@@ -78,8 +98,10 @@ pub struct Engine {
 
 struct Inner {
     engine: wasmtime::Engine,
-    /// One compile at a time, so that compiles given up on cannot pile up.
+    /// Turns to compile, so that compiles cannot pile up.
     compiling: Arc<tokio::sync::Semaphore>,
+    /// Digests that failed to compile, not compiled again.
+    failures: CompileFailures,
     settings: EngineSettings,
     cache: Option<CompileCache>,
     metrics: ProviderMetrics,
@@ -104,10 +126,10 @@ impl Engine {
     /// cannot reserve its address space, or when the compile cache is
     /// refused (see [`CompileCache::open`]).
     pub fn new(settings: EngineSettings) -> Result<Self, LoadError> {
-        let mut config = Config::new();
-        config.wasm_component_model(true);
-        config.epoch_interruption(true);
-        config.cranelift_opt_level(settings.opt_level);
+        if settings.compile_parallelism == 0 {
+            return Err(LoadError::Engine("the compile parallelism must be at least 1".to_owned()));
+        }
+        let mut config = compiler_config(settings.opt_level);
         if let Allocation::Pooling { instances } = settings.allocation {
             let mut pool = PoolingAllocationConfig::default();
             // A Rust component built for wasm32-wasip2 has a handful of core
@@ -144,8 +166,9 @@ impl Engine {
                 .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
         };
         let metrics = ProviderMetrics::default();
-        let compiling = Arc::new(tokio::sync::Semaphore::new(1));
-        let inner = Inner { engine, compiling, settings, cache, metrics, stop, ticker: Some(ticker) };
+        let compiling = Arc::new(tokio::sync::Semaphore::new(settings.compile_parallelism));
+        let failures = CompileFailures::default();
+        let inner = Inner { engine, compiling, failures, settings, cache, metrics, stop, ticker: Some(ticker) };
         Ok(Engine { inner: Arc::new(inner) })
     }
 
@@ -164,38 +187,61 @@ impl Engine {
         self.inner.cache.as_ref()
     }
 
-    /// Compiles `wasm` (or loads it from the compile cache) on a blocking
-    /// thread, one compile at a time, within the compile timeout.
+    /// Compiles `wasm` (or loads it from the compile cache) and checks it
+    /// is a provider; a component that failed before fails again at once.
     ///
     /// # Errors
-    /// When the component is too large, does not compile, or its compile
-    /// does not end in time.
-    pub(crate) async fn compile(
-        &self,
-        wasm: Arc<[u8]>,
-    ) -> Result<(wasmtime::component::Component, crate::cache::CacheOutcome), LoadError> {
+    /// When the component is too large, is not a provider, does not
+    /// compile, or its compile does not end in time.
+    pub(crate) async fn compile(&self, wasm: Arc<[u8]>) -> Result<(Component, CacheOutcome), LoadError> {
         let limit = self.inner.settings.max_component_size;
         if wasm.len() > limit {
             return Err(LoadError::TooLarge { size: wasm.len(), limit });
         }
-        let timeout = self.inner.settings.compile_timeout;
-        let compiling = async {
-            let turn = self
-                .inner
-                .compiling
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|_| LoadError::CompileTimeout { limit: timeout })?;
-            let engine = self.clone();
-            tokio::task::spawn_blocking(move || {
-                let _turn = turn;
-                crate::component::compile_cached(&engine, &wasm)
-            })
+        let digest = format!("{:x}", Sha256::digest(&wasm));
+        if let Some(err) = self.inner.failures.recall(&digest) {
+            tracing::debug!(digest = %format_args!("sha256:{digest}"), "not compiling again a component that failed: {err}");
+            return Err(err);
+        }
+        let compiled = crate::component::compile_cached(self, wasm, &digest).await;
+        if let Err(err) = &compiled {
+            self.inner.failures.remember(&digest, err);
+        }
+        compiled
+    }
+
+    /// Compiles `wasm` with the engine's compiler once it has a turn,
+    /// within the compile timeout.
+    pub(crate) async fn compile_fresh(&self, wasm: Arc<[u8]>) -> Result<Component, LoadError> {
+        let turn = self
+            .inner
+            .compiling
+            .clone()
+            .acquire_owned()
             .await
-            .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?
+            .map_err(|_| LoadError::Engine("the engine is shutting down".to_owned()))?;
+        let limit = self.inner.settings.compile_timeout;
+        let compiling = async move {
+            match &self.inner.settings.compiler {
+                Compiler::InProcess => {
+                    let engine = self.clone();
+                    // Given up on, the thread runs on and keeps the turn.
+                    tokio::task::spawn_blocking(move || {
+                        let _turn = turn;
+                        crate::component::build(&engine, &wasm)
+                    })
+                    .await
+                    .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?
+                }
+                Compiler::Child(child) => {
+                    // Given up on, this future drops: the child is killed
+                    // and the turn given back.
+                    let _turn = turn;
+                    child.compile(self.wasmtime(), self.inner.settings.opt_level, &wasm).await
+                }
+            }
         };
-        tokio::time::timeout(timeout, compiling).await.map_err(|_| LoadError::CompileTimeout { limit: timeout })?
+        tokio::time::timeout(limit, compiling).await.unwrap_or(Err(LoadError::CompileTimeout { limit }))
     }
 
     /// The settings the engine was built with.

@@ -33,6 +33,9 @@ pub enum LoadError {
         /// The engine's limit.
         limit: Duration,
     },
+    /// The compiler process went past its CPU time or memory.
+    #[error("compiling the component went past {0}")]
+    CompileLimit(String),
     /// The component does not export the provider world.
     #[error("not a wasm-ccm provider (contract {expected}): {missing}")]
     WrongWorld {
@@ -71,5 +74,21 @@ pub enum LoadError {
 impl LoadError {
     pub(crate) fn engine(err: wasmtime::Error) -> Self {
         LoadError::Engine(format!("{err:#}"))
+    }
+
+    /// A copy of this error when the component's bytes alone decide it, so
+    /// that compiling them again would fail again: what an engine
+    /// remembers of a digest instead of compiling it anew.
+    pub(crate) fn of_the_bytes(&self) -> Option<LoadError> {
+        Some(match self {
+            LoadError::NotWasm(reason) => LoadError::NotWasm(reason.clone()),
+            LoadError::CoreModule => LoadError::CoreModule,
+            LoadError::Invalid(reason) => LoadError::Invalid(reason.clone()),
+            LoadError::CompileTimeout { limit } => LoadError::CompileTimeout { limit: *limit },
+            LoadError::CompileLimit(limit) => LoadError::CompileLimit(limit.clone()),
+            LoadError::WrongWorld { expected, missing } => LoadError::WrongWorld { expected, missing: missing.clone() },
+            LoadError::UnsupportedImports(imports) => LoadError::UnsupportedImports(imports.clone()),
+            _ => return None,
+        })
     }
 }

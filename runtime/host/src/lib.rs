@@ -15,6 +15,8 @@
 mod admission;
 mod bindings;
 pub mod cache;
+mod compile_failures;
+pub mod compiler;
 pub mod component;
 mod compute;
 mod convert;
@@ -33,7 +35,8 @@ mod usage;
 mod wasi;
 
 pub use cache::{CacheOutcome, CompileCache};
-pub use credentials::{Credentials, CredentialsError, Role, UseRefused};
+pub use compiler::{ChildCompiler, Compiler};
+pub use credentials::{Credentials, CredentialsError, Role, Seal, SealedOrigin, UseRefused};
 pub use engine::{Allocation, Engine, EngineSettings};
 pub use error::LoadError;
 pub use handle::ProviderHandle;

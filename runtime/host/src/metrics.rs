@@ -217,11 +217,15 @@ impl ProviderMetrics {
         if seen.contains(host) || (seen.len() < MAX_HOSTS && seen.insert(host.to_owned())) { host } else { "other" }
     }
 
-    /// Records an outbound request to `host` and its status, or why it got
-    /// none (`denied`, `timeout`, `error`). Refused requests are not
-    /// labelled with the host the provider asked for.
-    pub(crate) fn http(&self, provider: &str, host: &str, status: &str) {
-        let host = if status == "denied" { "-" } else { self.bounded_host(provider, host) };
+    /// Records an outbound request and its status class (`2xx`), or why it
+    /// got none (`denied`, `timeout`, `error`). The host is that of a
+    /// request the allow-list allowed (`None`: `-`); refused requests are
+    /// not labelled with the host the provider asked for.
+    pub(crate) fn http(&self, provider: &str, host: Option<&str>, status: &str) {
+        let host = match host {
+            Some(host) if status != "denied" => self.bounded_host(provider, host),
+            _ => "-",
+        };
         let labels = HttpLabels { provider: provider.to_owned(), host: host.to_owned(), status: status.to_owned() };
         self.families.http.get_or_create(&labels).inc();
     }

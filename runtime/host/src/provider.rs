@@ -21,7 +21,7 @@ use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine};
 use crate::error::LoadError;
 use crate::http::allowlist::AllowList;
-use crate::http::{BodyLimits, HttpImport, Outbound};
+use crate::http::{BodyLimits, HttpImport, Outbound, Scrubber};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
@@ -149,6 +149,7 @@ impl LoadedProvider {
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
             spec.trusted_certificates.as_deref(),
+            Scrubber::new(spec.credentials.sealed_values()),
         )?;
         let http_rate = spec
             .limits
@@ -259,8 +260,9 @@ impl LoadedProvider {
             Ok(())
         } else {
             Err(ProviderError::InvalidResult(format!(
-                "the provider now calls itself {name:?}, not {:?}",
-                self.info.name
+                "the provider now calls itself {:?}, not {:?}",
+                convert::quoted(&name),
+                convert::quoted(&self.info.name)
             )))
         }
     }
@@ -370,7 +372,7 @@ impl LoadedProvider {
         if let Some(message) = panic_message(&stderr.tail()) {
             return ProviderError::Panic { message };
         }
-        ProviderError::Trap { message: format!("{trap:?}") }
+        ProviderError::Trap { message: convert::bounded(format!("{trap:?}")) }
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasm_ccm_distribution::sha256_digest;
-use wasm_ccm_host::{Credentials, Role};
+use wasm_ccm_host::{Credentials, Seal};
 
 /// What a provider is initialised with besides its component.
 #[derive(Clone, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct InputFiles {
     pub credentials: Option<PathBuf>,
     /// The credentials only the host may read
     /// (`--provider-sealed-credentials`), sealed again on every read.
-    pub sealed: Vec<(String, Role)>,
+    pub sealed: Vec<Seal>,
 }
 
 impl InputFiles {

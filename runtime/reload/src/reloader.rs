@@ -419,7 +419,8 @@ fn stage(err: &LoadError) -> &'static str {
         | LoadError::CoreModule
         | LoadError::Invalid(_)
         | LoadError::TooLarge { .. }
-        | LoadError::CompileTimeout { .. } => "compile",
+        | LoadError::CompileTimeout { .. }
+        | LoadError::CompileLimit(_) => "compile",
         LoadError::WrongWorld { .. } | LoadError::UnsupportedImports(_) => "world",
         LoadError::Startup(_) => "initialize",
         _ => "host",

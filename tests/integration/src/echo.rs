@@ -1,6 +1,7 @@
-//! A loopback HTTP server for providers to reach: it answers, echoes,
-//! redirects, sends large bodies, answers slowly and stalls on request,
-//! counts its open connections and notes when each request arrived.
+//! A loopback HTTP server for providers to reach: it answers, echoes (in
+//! several encodings), redirects, sends large bodies, answers with any
+//! status, slowly or encoded, and stalls on request, counts its open
+//! connections and notes when each request arrived.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -17,6 +18,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::serve::Listener;
 use axum_server::tls_rustls::RustlsConfig;
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 use wasm_ccm_envtest::pki::LoopbackTls;
@@ -47,9 +50,59 @@ async fn hello() -> &'static str {
     "hello from loopback"
 }
 
-async fn headers(headers: HeaderMap) -> String {
+/// How `/headers` echoes: `raw`, `base64`, `base64url` or `percent`.
+#[derive(serde::Deserialize)]
+struct Echo {
+    #[serde(default)]
+    encoding: Option<String>,
+}
+
+/// The request's `Authorization`, in the body and in `x-authorization`,
+/// encoded as asked.
+async fn headers(Query(echo): Query<Echo>, headers: HeaderMap) -> Response {
     let authorization = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok()).unwrap_or("none");
-    format!("authorization={authorization}")
+    let echoed = match echo.encoding.as_deref() {
+        Some("base64") => STANDARD.encode(authorization),
+        Some("base64url") => URL_SAFE_NO_PAD.encode(authorization),
+        Some("percent") => authorization
+            .bytes()
+            .map(
+                |byte| if byte.is_ascii_alphanumeric() { char::from(byte).to_string() } else { format!("%{byte:02X}") },
+            )
+            .collect(),
+        _ => authorization.to_owned(),
+    };
+    ([("x-authorization", echoed.clone())], format!("authorization={echoed}")).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Expected {
+    token: String,
+}
+
+/// Whether the request carried `Authorization: Bearer <token>`.
+async fn authorized(Query(expected): Query<Expected>, headers: HeaderMap) -> &'static str {
+    let bearer = format!("Bearer {}", expected.token);
+    if headers.get(header::AUTHORIZATION).is_some_and(|value| value.as_bytes() == bearer.as_bytes()) {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// An answer that says it is gzip-encoded.
+async fn encoded() -> Response {
+    ([(header::CONTENT_ENCODING, "gzip")], "not really gzip").into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Code {
+    code: u16,
+}
+
+/// An empty answer with the status asked for.
+async fn status(Query(code): Query<Code>) -> StatusCode {
+    StatusCode::from_u16(code.code).unwrap_or(StatusCode::BAD_REQUEST)
 }
 
 async fn redirect(Query(target): Query<Target>) -> Redirect {
@@ -133,6 +186,9 @@ fn router(arrivals: Arrivals) -> Router {
         .route("/slow", get(slow))
         .route("/hello", get(hello))
         .route("/headers", get(headers))
+        .route("/authorized", get(authorized))
+        .route("/encoded", get(encoded))
+        .route("/status", get(status))
         .route("/redirect", get(redirect))
         .route("/big", get(big))
         .route("/stall", get(stall))

@@ -1,7 +1,8 @@
 //! A hostile OCI registry on a local address: it answers with endless
 //! manifests, token answers and error bodies (streamed, never held in
-//! memory), token realms and redirects that point at loopback or the cloud
-//! metadata address, and counts the bytes it managed to send.
+//! memory), token realms and redirects that point at loopback, private
+//! networks or the cloud metadata address, and counts the bytes it managed
+//! to send.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -28,6 +29,9 @@ pub enum Hostility {
     EndlessError,
     /// `/v2/` asks for a token from its own `/token`, which answers 1 GiB.
     EndlessToken,
+    /// `/v2/` asks for a token from its own `/token`, which fails with a
+    /// 1 GiB error body.
+    FailingToken,
     /// `/v2/` asks for a token from this realm.
     Realm(String),
     /// A valid provider manifest whose layer redirects to this URL.
@@ -127,7 +131,10 @@ async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
         (Hostility::EndlessToken, "/token") => {
             (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], endless(&shared)).into_response()
         }
-        (Hostility::EndlessToken, _) if !authorised => challenge(&format!("http://{}/token", shared.address)),
+        (Hostility::FailingToken, "/token") => (StatusCode::INTERNAL_SERVER_ERROR, endless(&shared)).into_response(),
+        (Hostility::EndlessToken | Hostility::FailingToken, _) if !authorised => {
+            challenge(&format!("http://{}/token", shared.address))
+        }
         (Hostility::Realm(realm), _) if !authorised => challenge(realm),
         (_, "/v2/") => StatusCode::OK.into_response(),
         (Hostility::EndlessError, _) if method == Method::HEAD => {

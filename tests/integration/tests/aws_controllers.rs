@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use wasm_ccm_controllers::{SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT};
-use wasm_ccm_host::{Credentials, ProviderSpec, Role};
+use wasm_ccm_host::{Credentials, ProviderSpec, Seal};
 use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::canned_aws::CannedAws;
 use wasm_ccm_tests::cluster::{NewNode, TestCluster, cloud_taints, fast_settings};
@@ -35,9 +35,13 @@ fn aws_spec(ec2: &str, elb: &str) -> ProviderSpec {
     let config = json!({"region": REGION, "endpoints": {"ec2": ec2, "elasticloadbalancing": elb}});
     let mut spec = spec("aws", guest("provider-aws"), config.to_string().as_bytes());
     spec.allow_list = allow(&[ec2, elb]);
-    spec.credentials = Credentials::from_pairs([("access-key-id", "AKIDEXAMPLE"), ("secret-access-key", "secret")])
-        .seal([("secret-access-key", Role::AwsSecretAccessKey)])
-        .expect("the secret key is bound");
+    let sealed: Vec<Seal> = [ec2, elb]
+        .map(|origin| format!("secret-access-key=aws-sigv4-secret-access-key@{origin}").parse().unwrap())
+        .into();
+    spec.credentials =
+        Credentials::from_pairs([("access-key-id", "AKIDEXAMPLE"), ("secret-access-key", "secret-access-key")])
+            .seal(sealed)
+            .expect("the secret key is bound");
     spec.cluster_name = CLUSTER.to_owned();
     spec
 }

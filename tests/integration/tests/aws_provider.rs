@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use tracing_subscriber::fmt::format::FmtSpan;
 use wasm_ccm_cloud::{Cloud as _, NodeSet, ProviderError, Route};
-use wasm_ccm_host::{Credentials, ProviderHandle, Role};
+use wasm_ccm_host::{Credentials, ProviderHandle, Seal};
 use wasm_ccm_tests::canned_aws::CannedAws;
 use wasm_ccm_tests::moto::{LoadBalancing, Moto, REGION, Seed};
 use wasm_ccm_tests::{CapturedLogs, allow, guest, load, spec};
@@ -24,15 +24,15 @@ const LOAD_BALANCER_NAME: &str = "a0f1e2d3c4b5a69788796a5b4c3d2e1f";
 const SECRET_KEY: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
 const INTERNAL: &str = "service.beta.kubernetes.io/aws-load-balancer-internal";
 
-fn credentials(session_token: bool) -> Credentials {
+/// The credentials, the secret key sealed for `origin`.
+fn credentials(origin: &str, session_token: bool) -> Credentials {
     let mut pairs = vec![("access-key-id", "AKIDEXAMPLE"), ("secret-access-key", SECRET_KEY)];
     if session_token {
         pairs.push(("session-token", "session-token-value"));
     }
     // Sealed: the provider works without ever being able to read the secret key.
-    Credentials::from_pairs(pairs)
-        .seal([("secret-access-key", Role::AwsSecretAccessKey)])
-        .expect("the secret key is bound")
+    let seal: Seal = format!("secret-access-key=aws-sigv4-secret-access-key@{origin}").parse().unwrap();
+    Credentials::from_pairs(pairs).seal([seal]).expect("the secret key is bound")
 }
 
 /// The AWS provider with `config`, allowed to reach `allowed` only.
@@ -58,7 +58,7 @@ struct Cloud {
 async fn cloud() -> Cloud {
     let moto = Moto::start().expect("moto_server");
     let seed = moto.seed(CLUSTER).expect("seeded");
-    let handle = aws(&config(&moto.url()), &moto.url(), credentials(false)).await;
+    let handle = aws(&config(&moto.url()), &moto.url(), credentials(&moto.url(), false)).await;
     Cloud { moto, seed, handle }
 }
 
@@ -467,7 +467,8 @@ async fn hosts_off_the_allow_list_are_refused() {
     let seed = moto.seed(CLUSTER).expect("seeded");
     // Elastic Load Balancing at its public endpoint, which is not allowed.
     let handle =
-        aws(&json!({"region": REGION, "endpoints": {"ec2": moto.url()}}), &moto.url(), credentials(false)).await;
+        aws(&json!({"region": REGION, "endpoints": {"ec2": moto.url()}}), &moto.url(), credentials(&moto.url(), false))
+            .await;
     let message = cloud_error(handle.get_load_balancer(&service(&[("TCP", 80, 30080)], &[])).await);
     assert!(message.starts_with("HTTP request denied: "), "{message}");
     assert!(message.contains("elasticloadbalancing.eu-west-1.amazonaws.com"), "{message}");
@@ -479,7 +480,7 @@ async fn hosts_off_the_allow_list_are_refused() {
 #[tokio::test]
 async fn throttling_server_errors_and_malformed_answers() {
     let canned = CannedAws::start().await.unwrap();
-    let handle = aws(&config(&canned.url()), &canned.url(), credentials(false)).await;
+    let handle = aws(&config(&canned.url()), &canned.url(), credentials(&canned.url(), false)).await;
     let web = service(&[("TCP", 80, 30080)], &[]);
     let a = node("ip-10-0-1-10.eu-west-1.compute.internal", None);
 
@@ -572,7 +573,7 @@ async fn the_host_signs_and_the_secret_key_stays_out_of_the_guest() {
     });
 
     let (logs, guard) = capture_debug_logs();
-    let handle = aws(&with_token, &canned.url(), credentials(true)).await;
+    let handle = aws(&with_token, &canned.url(), credentials(&canned.url(), true)).await;
     handle.instance_metadata(&a).await.unwrap();
     drop(guard);
     let request = canned.requests().pop().unwrap();
@@ -592,7 +593,7 @@ async fn the_host_signs_and_the_secret_key_stays_out_of_the_guest() {
     assert!(!logs.contains(SECRET_KEY));
 
     // By default no session token is sent, even when the Secret has one.
-    let handle = aws(&config(&canned.url()), &canned.url(), credentials(true)).await;
+    let handle = aws(&config(&canned.url()), &canned.url(), credentials(&canned.url(), true)).await;
     handle.instance_metadata(&a).await.unwrap();
     let request = canned.requests().pop().unwrap();
     assert!(request.header("authorization").unwrap().starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"));
@@ -600,7 +601,7 @@ async fn the_host_signs_and_the_secret_key_stays_out_of_the_guest() {
 
     // A session token named but not bound is a clear error, before sending.
     let sent = canned.requests().len();
-    let handle = aws(&with_token, &canned.url(), credentials(false)).await;
+    let handle = aws(&with_token, &canned.url(), credentials(&canned.url(), false)).await;
     let message = cloud_error(handle.instance_metadata(&a).await);
     assert!(message.contains(r#"credential "session-token" is not bound to this provider"#), "{message}");
     assert_eq!(canned.requests().len(), sent);

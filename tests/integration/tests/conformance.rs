@@ -147,6 +147,7 @@ async fn the_aws_provider_conforms_against_moto() {
     write(dir.path(), "fixture.json", &json!({"nodes": nodes, "services": services()}));
 
     let aws = wasm("provider-aws");
+    let sealed = format!("secret-access-key=aws-sigv4-secret-access-key@{}", moto.url());
     let run = conformance(
         dir.path(),
         &[
@@ -160,7 +161,7 @@ async fn the_aws_provider_conforms_against_moto() {
             "--provider-credentials",
             "credentials",
             "--provider-sealed-credentials",
-            "secret-access-key=aws-sigv4-secret-access-key",
+            &sealed,
             "--provider-allow",
             &moto.url(),
         ],

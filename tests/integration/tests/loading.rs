@@ -1,9 +1,11 @@
 //! What the host refuses to load, and why it says so.
 
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use wasm_ccm_cloud::ProviderError;
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadError, LoadedProvider};
+use wasm_ccm_host::{Allocation, ChildCompiler, Compiler, Engine, EngineSettings, LoadError, LoadedProvider};
+use wasm_ccm_tests::process::binary;
 use wasm_ccm_tests::{engine, guest, spec};
 
 async fn load_error(wasm: &[u8], config: &[u8]) -> LoadError {
@@ -109,4 +111,117 @@ async fn a_compile_past_its_timeout_is_given_up() {
     let err = LoadedProvider::load(&engine, spec("slow", guest("provider-aws"), b"")).await.err().expect("refused");
     assert!(matches!(err, LoadError::CompileTimeout { .. }), "{err:?}");
     assert_eq!(err.to_string(), "compiling the component took longer than 1ms");
+}
+
+/// An engine on a small pool, as `run`'s, that compiles in `child`, one
+/// compile at a time, giving up after `compile_timeout`.
+fn child_engine(child: ChildCompiler, compile_timeout: Duration) -> Engine {
+    let settings = EngineSettings {
+        allocation: Allocation::Pooling { instances: 4 },
+        compiler: Compiler::Child(child),
+        compile_parallelism: 1,
+        compile_timeout,
+        ..EngineSettings::default()
+    };
+    Engine::new(settings).expect("an engine")
+}
+
+/// A compiler that is a shell script: `$0` is `log`, which it appends to.
+fn script(script: &str, log: &Path) -> ChildCompiler {
+    ChildCompiler::new("/bin/sh", ["-c", script, &log.display().to_string()])
+}
+
+#[tokio::test]
+async fn a_provider_compiled_in_a_child_process_serves() {
+    let engine = child_engine(ChildCompiler::new(binary(), ["compile-worker"]), Duration::from_secs(60));
+    let provider = LoadedProvider::load(&engine, spec("fake", guest("provider-fake"), b"")).await.expect("it loads");
+    assert_eq!(provider.info().name, "fake");
+    let err = LoadedProvider::load(&engine, spec("other", guest("guest-other-world"), b"")).await.err().unwrap();
+    assert!(matches!(err, LoadError::WrongWorld { .. }), "checked as ever: {err:?}");
+}
+
+#[tokio::test]
+async fn a_component_that_failed_to_compile_is_not_compiled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("compiles");
+    let failing = script(r#"echo compiled >> "$0"; echo "the code is broken" >&2; exit 3"#, &log);
+    let engine = child_engine(failing, Duration::from_secs(60));
+    for _ in 0..3 {
+        let err = LoadedProvider::load(&engine, spec("broken", guest("provider-fake"), b"")).await.err().unwrap();
+        assert!(matches!(&err, LoadError::Invalid(reason) if reason == "the code is broken"), "{err:?}");
+    }
+    let compiles = || std::fs::read_to_string(&log).unwrap().lines().count();
+    assert_eq!(compiles(), 1, "the same bytes are compiled once");
+    let err = LoadedProvider::load(&engine, spec("other", guest("guest-hostile"), b"")).await.err().unwrap();
+    assert!(matches!(err, LoadError::Invalid(_)), "{err:?}");
+    assert_eq!(compiles(), 2, "other bytes are compiled");
+}
+
+/// Whether the process `pid` has ended (or only its exit status is left).
+fn ended(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_or(true, |stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+}
+
+#[tokio::test]
+async fn a_compile_given_up_kills_its_process_and_gives_its_turn_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("pids");
+    let stuck = script(r#"echo $$ >> "$0"; exec /bin/sleep 600"#, &log);
+    let timeout = Duration::from_millis(300);
+    let engine = child_engine(stuck, timeout);
+    let pids = || std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_owned).collect::<Vec<_>>();
+
+    let err = LoadedProvider::load(&engine, spec("stuck", guest("provider-fake"), b"")).await.err().unwrap();
+    assert!(matches!(err, LoadError::CompileTimeout { limit } if limit == timeout), "{err:?}");
+    let first = pids().pop().expect("the compiler process started");
+    let given_up = Instant::now();
+    while !ended(&first) {
+        assert!(given_up.elapsed() < Duration::from_secs(5), "the compiler process {first} was not killed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // With one compile at a time, the next one starts at once: the turn of
+    // the one given up on came back with it.
+    let started = Instant::now();
+    let err = LoadedProvider::load(&engine, spec("next", guest("guest-hostile"), b"")).await.err().unwrap();
+    assert!(matches!(err, LoadError::CompileTimeout { .. }), "{err:?}");
+    assert!(started.elapsed() < timeout + Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(pids().len(), 2);
+    // A component given up on is not compiled again.
+    let err = LoadedProvider::load(&engine, spec("stuck", guest("provider-fake"), b"")).await.err().unwrap();
+    assert!(matches!(err, LoadError::CompileTimeout { .. }), "{err:?}");
+    assert_eq!(pids().len(), 2, "no third compiler process");
+}
+
+/// A component whose one function of 400,000 multiply-adds takes Cranelift
+/// about 300 MiB and 2 to 3 s of CPU time to compile.
+fn heavy_component() -> Vec<u8> {
+    let body = "local.get 0 i32.const 7 i32.mul local.get 1 i32.add local.set 1\n".repeat(400_000);
+    let text = format!(
+        "(component (core module (func (export \"f\") (param i32) (result i32) (local i32)\n{body} local.get 1)))"
+    );
+    wat::parse_str(text).unwrap()
+}
+
+#[tokio::test]
+async fn a_compile_past_its_memory_or_cpu_time_fails_and_the_next_provider_loads() {
+    let heavy: std::sync::Arc<[u8]> = heavy_component().into();
+    let limits = [
+        (
+            ChildCompiler { memory: 128 << 20, ..ChildCompiler::new(binary(), ["compile-worker"]) },
+            "its memory of 134217728 bytes",
+        ),
+        (
+            ChildCompiler { cpu_time: Duration::from_secs(1), ..ChildCompiler::new(binary(), ["compile-worker"]) },
+            "its CPU time of 1s",
+        ),
+    ];
+    for (child, limit) in limits {
+        let engine = child_engine(child, Duration::from_secs(120));
+        let err = LoadedProvider::load(&engine, spec("heavy", heavy.clone(), b"")).await.err().unwrap();
+        assert!(matches!(&err, LoadError::CompileLimit(what) if what == limit), "{err:?}");
+        assert_eq!(err.to_string(), format!("compiling the component went past {limit}"));
+        let next = LoadedProvider::load(&engine, spec("next", guest("guest-hostile"), b"")).await.expect("it loads");
+        assert_eq!(next.info().name, "hostile");
+    }
 }

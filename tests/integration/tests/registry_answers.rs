@@ -1,8 +1,9 @@
 //! A hostile registry cannot make a pull read without bound or send the
-//! client to loopback or the cloud's metadata service: endless manifests,
-//! token answers and error bodies are cut at their caps, and token realms
-//! and redirects to refused addresses fail with a typed error. After each
-//! attempt the same process still pulls from a real registry.
+//! client to loopback, a private network or the cloud's metadata service:
+//! endless manifests, token answers and error bodies are cut at their caps,
+//! and token realms and redirects to refused addresses fail with a typed
+//! error. After each attempt the same process still pulls from a real
+//! registry.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -68,6 +69,14 @@ async fn endless_answers_are_cut_at_their_caps() {
     assert_eq!(err.to_string(), "the token answer is larger than the limit of 1048576 bytes");
     still_pulls(&good).await;
 
+    let failing = HostileRegistry::start(LOOPBACK, Hostility::FailingToken).await.unwrap();
+    let err = refused(&failing).await;
+    assert!(matches!(err, DistributionError::Unauthorized { .. }), "{err}");
+    let message = err.to_string();
+    let (_, quoted) = message.split_once("the token realm answered 500 Internal Server Error: ").expect(&message);
+    assert_eq!(quoted, format!("{{\"a\":\"{}...", "a".repeat(250)), "256 bytes of the realm's answer");
+    still_pulls(&good).await;
+
     let error = HostileRegistry::start(LOOPBACK, Hostility::EndlessError).await.unwrap();
     let err = refused(&error).await;
     assert!(matches!(err, DistributionError::Registry { .. }), "{err}");
@@ -100,6 +109,31 @@ async fn token_realms_and_redirects_to_refused_addresses() {
     let err = refused(&redirect).await;
     assert!(matches!(err, DistributionError::Refused { what: "a redirect to", .. }), "{err}");
     assert!(err.to_string().contains("169.254.169.254 is a link-local or metadata address"), "{err}");
+    still_pulls(&good).await;
+
+    // Private networks, by address or embedded in IPv6, and the metadata
+    // address behind NAT64, 6to4 or Teredo.
+    for (realm, kind) in [
+        ("http://10.96.0.1/token", "a private address"),
+        ("http://192.0.0.192/token", "a private address"),
+        ("http://100.64.0.1/token", "a private address"),
+        ("http://198.18.0.1/token", "a private address"),
+        ("http://[fd00::1]/token", "a private address"),
+        ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/token", "a private address"),
+        ("http://[64:ff9b::a9fe:a9fe]/token", "a link-local or metadata address"),
+        ("http://[2002:a9fe:a9fe::1]/token", "a link-local or metadata address"),
+        ("http://[2001:0:a9fe:a9fe::1]/token", "a link-local or metadata address"),
+    ] {
+        let registry = HostileRegistry::start(LOOPBACK, Hostility::Realm(realm.to_owned())).await.unwrap();
+        let err = refused(&registry).await;
+        assert!(matches!(err, DistributionError::Refused { what: "the token realm", .. }), "{realm}: {err}");
+        assert!(err.to_string().ends_with(&format!("is {kind}, and the registry is not on one")), "{realm}: {err}");
+    }
+    let private_redirect =
+        HostileRegistry::start(LOOPBACK, Hostility::BlobRedirect("http://10.0.0.1/blob".to_owned())).await.unwrap();
+    let err = refused(&private_redirect).await;
+    assert!(matches!(err, DistributionError::Refused { what: "a redirect to", .. }), "{err}");
+    assert!(err.to_string().contains("10.0.0.1 is a private address"), "{err}");
     still_pulls(&good).await;
 
     // A registry on loopback may keep its token service there (the real

@@ -3,11 +3,16 @@
 
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use prometheus_client::registry::Registry;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role};
+use wasm_ccm_host::{
+    Allocation, AllowList, Credentials, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle, Role, Seal,
+};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
 
@@ -91,6 +96,21 @@ async fn a_panic_is_reported_with_its_message() {
     let err = run(&handle, "panic", "the cloud is on fire").await.unwrap_err();
     let ProviderError::Panic { message } = &err else { panic!("not a panic: {err:?}") };
     assert!(message.starts_with("the cloud is on fire (at "), "{message}");
+    assert_still_serves(&handle).await;
+}
+
+#[tokio::test]
+async fn a_provider_s_error_text_is_cut_where_it_enters_the_host() {
+    let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;
+    for (arg, kind) in [("200", "cloud"), ("retry 200", "retry")] {
+        let err = run(&handle, "error", arg).await.unwrap_err();
+        assert_eq!(err.kind(), kind);
+        let (ProviderError::Cloud(message) | ProviderError::Retry { message, .. }) = &err else { panic!("{err:?}") };
+        // 200 KiB of text: 8 KiB kept, as of a log record, and what was cut
+        // counted.
+        assert!(message.len() <= 8192 + 32, "{arg}: {} bytes of error", message.len());
+        assert!(message.ends_with(&format!("…[{} more bytes]", (200 << 10) - 8192)), "{arg}: {}", &message[8000..]);
+    }
     assert_still_serves(&handle).await;
 }
 
@@ -196,29 +216,82 @@ async fn hostile_over_tls(tls: &LoopbackTls, servers: &[&EchoServer], credential
     ProviderHandle::new(load(spec).await)
 }
 
+/// A credential sealed as `NAME=ROLE@ORIGIN`.
+fn sealed(entry: &str) -> Seal {
+    entry.parse().unwrap_or_else(|err| panic!("{err}"))
+}
+
 #[tokio::test]
 async fn sealed_credentials_authenticate_requests_but_stay_out_of_the_guest() {
+    const TOKEN: &str = "s3cret+bearer/token";
     let tls = LoopbackTls::generate("sandbox").unwrap();
-    let (https, http) = (EchoServer::start_tls(&tls).await.unwrap(), EchoServer::start().await.unwrap());
-    let credentials = Credentials::from_pairs([("token", "s3cret\n"), ("region", "eu-west-1")])
-        .seal([("token", Role::Bearer)])
+    let (own, echo) = (EchoServer::start_tls(&tls).await.unwrap(), EchoServer::start_tls(&tls).await.unwrap());
+    let http = EchoServer::start().await.unwrap();
+    let credentials = Credentials::from_pairs([("token", format!("{TOKEN}\n").as_str()), ("region", "eu-west-1")])
+        .seal([sealed(&format!("token=bearer@{}", own.url()))])
         .unwrap();
-    let handle = hostile_over_tls(&tls, &[&https, &http], credentials).await;
+    let handle = hostile_over_tls(&tls, &[&own, &echo, &http], credentials).await;
     let err = run(&handle, "credential", "token").await.unwrap_err();
-    assert!(matches!(&err, ProviderError::Cloud(message) if !message.contains("s3cret")), "{err:?}");
+    assert!(matches!(&err, ProviderError::Cloud(message) if !message.contains(TOKEN)), "{err:?}");
     assert_eq!(run(&handle, "credential", "region").await.unwrap(), "credential eu-west-1");
-    let echoed = run(&handle, "bearer", &format!("token {}/headers", https.url())).await.unwrap();
-    assert_eq!(echoed, "status 200 body authorization=Bearer s3cret", "the host still attaches it, over https");
 
+    // The host attaches it to requests to its origin...
+    let check = format!("token {}/authorized?token=s3cret%2Bbearer%2Ftoken", own.url());
+    assert_eq!(run(&handle, "bearer", &check).await.unwrap(), "status 200 body yes", "the host attaches the token");
+    // ...and what the server echoes of it, in any of its usual encodings,
+    // reaches the guest masked, in the body and in the headers.
+    let masked = "*".repeat(TOKEN.len());
+    let echoed = run(&handle, "bearer", &format!("token {}/headers", own.url())).await.unwrap();
+    assert_eq!(echoed, format!("status 200 body authorization=Bearer {masked} header Bearer {masked}"));
+    // In base64, the token's bytes start one byte into a 3-byte group: the
+    // characters 10 to 33 are its own, those beside them share bits with
+    // "Bearer " and with the padding.
+    let in_base64 = |encoded: String| format!("{}{}{}", &encoded[..10], "*".repeat(24), &encoded[34..]);
+    let bearer = format!("Bearer {TOKEN}");
+    for (encoding, expected) in [
+        ("base64", in_base64(STANDARD.encode(&bearer))),
+        ("base64url", in_base64(URL_SAFE_NO_PAD.encode(&bearer))),
+        ("percent", format!("Bearer%20{}", "*".repeat("s3cret%2Bbearer%2Ftoken".len()))),
+    ] {
+        let echoed = run(&handle, "bearer", &format!("token {}/headers?encoding={encoding}", own.url())).await.unwrap();
+        assert_eq!(echoed, format!("status 200 body authorization={expected} header {expected}"), "{encoding}");
+    }
+    // An answer the host could not scrub is refused.
+    let err = run(&handle, "bearer", &format!("token {}/encoded", own.url())).await.unwrap_err();
+    assert!(
+        matches!(&err, ProviderError::Cloud(message) if message.contains("the answer is encoded (gzip)")),
+        "{err:?}"
+    );
+
+    // Another origin on the allow-list, an echoing one, never gets it.
+    let message = denied(run(&handle, "bearer", &format!("token {}/headers", echo.url())).await);
+    let refusal = format!(r#"credential "token" is sealed for {} only, not {}"#, own.url(), echo.url());
+    assert!(message.contains(&refusal), "{message}");
     let message = denied(run(&handle, "bearer", &format!("token {}/headers", http.url())).await);
-    assert!(message.contains(r#"credential "token" is sealed as bearer, which is sent only over https"#), "{message}");
+    assert!(message.contains("is sealed for"), "{message}");
     assert_still_serves(&handle).await;
 
-    let typo = Credentials::from_pairs([("token", "s3cret")]).seal([("tokn", Role::Bearer)]).unwrap_err();
+    let sealing = |value: &str, entry: &str| {
+        let credentials = Credentials::from_pairs([("token", value)]);
+        entry
+            .parse::<Seal>()
+            .map_err(|err| err.to_string())
+            .and_then(|seal| credentials.seal([seal]).map(drop).map_err(|err| err.to_string()))
+    };
     assert_eq!(
-        typo.to_string(),
+        sealing(TOKEN, "tokn=bearer@https://api.example").unwrap_err(),
         "cannot seal the credential tokn: there is no credential of that name (there are: token)"
     );
+    for (value, entry, expected) in [
+        (TOKEN, "token=bearer", "it names no origin"),
+        (TOKEN, "token=bearer@https://*.example", "no wildcard, network or path"),
+        (TOKEN, "token=bearer@https://10.0.0.0/8", "no wildcard, network or path"),
+        (TOKEN, "token=bearer@http://api.example", "sent only over https"),
+        ("s3cret", "token=bearer@https://api.example", "it is 6 bytes long"),
+    ] {
+        let err = sealing(value, entry).unwrap_err();
+        assert!(err.contains(expected), "{entry}: {err}");
+    }
 }
 
 /// What the guest's request in `slot` carries when it names `name` there:
@@ -249,7 +322,8 @@ async fn a_sealed_credential_serves_its_role_only() {
     let mut pairs: Vec<(String, String)> =
         names.iter().map(|name| (name.to_string(), format!("value-of-{name}"))).collect();
     pairs.extend([("plain-key-id", "AKIDPLAIN"), ("plain-secret", "plain")].map(|(k, v)| (k.to_owned(), v.to_owned())));
-    let credentials = Credentials::from_pairs(pairs).seal(names.into_iter().zip(roles)).unwrap();
+    let seals = names.into_iter().zip(roles).map(|(name, role)| sealed(&format!("{name}={role}@{}", server.url())));
+    let credentials = Credentials::from_pairs(pairs).seal(seals).unwrap();
     let handle = hostile_over_tls(&tls, &[&server], credentials).await;
 
     for (name, sealed_as) in names.into_iter().zip(roles) {
@@ -258,9 +332,9 @@ async fn a_sealed_credential_serves_its_role_only() {
             if slot == sealed_as {
                 let echoed = result.unwrap_or_else(|err| panic!("{name} in its own role {slot}: {err:?}"));
                 assert!(echoed.starts_with("status 200"), "{echoed}");
-                if slot == Role::AwsSecretAccessKey {
-                    assert!(!echoed.contains("value-of-sealed-secret"), "the secret key is never sent: {echoed}");
-                }
+                // The access key ID comes back in the echoed signature,
+                // masked; the secret key is never sent.
+                assert!(!echoed.contains(&format!("value-of-{name}")), "{echoed}");
             } else {
                 let message = denied(result);
                 assert!(message.contains(&format!("sealed as {sealed_as} and cannot be used as {slot}")), "{message}");
@@ -273,8 +347,8 @@ async fn a_sealed_credential_serves_its_role_only() {
 #[tokio::test]
 async fn signature_scopes_are_names() {
     let server = EchoServer::start().await.unwrap();
-    let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "s3cret")])
-        .seal([("secret", Role::AwsSecretAccessKey)])
+    let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "s3cret-key")])
+        .seal([sealed(&format!("secret=aws-sigv4-secret-access-key@{}", server.url()))])
         .unwrap();
     let handle = hostile(Limits::default(), allow(&[&server.url()]), credentials).await;
     let url = format!("{}/headers", server.url());
@@ -388,4 +462,42 @@ async fn a_provider_keeps_few_idle_connections_per_host() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let open = server.open_connections();
     assert!((1..=4).contains(&open), "{open} idle connections kept after 16 at once");
+}
+
+#[tokio::test]
+async fn http_metrics_label_allowed_hosts_and_status_classes_only() {
+    let server = EchoServer::start().await.unwrap();
+    // An engine of its own, so that its metrics are this provider's alone.
+    let engine = Engine::new(EngineSettings { allocation: Allocation::OnDemand, ..EngineSettings::default() }).unwrap();
+    let mut spec = spec("labelled", guest("guest-hostile"), b"");
+    spec.allow_list = allow(&[&server.url()]);
+    let handle = ProviderHandle::new(LoadedProvider::load(&engine, spec).await.unwrap());
+    for code in [200, 201, 204, 404, 418, 451, 500, 503] {
+        let answered = run(&handle, "http", &format!("{}/status?code={code}", server.url())).await.unwrap();
+        assert!(answered.starts_with(&format!("status {code} ")), "{answered}");
+    }
+    for host in 0..20 {
+        denied(run(&handle, "http", &format!("https://made-up-{host}.example.com/")).await);
+    }
+    let long_host = format!("https://{}.example.com/", "a".repeat(300));
+    assert!(run(&handle, "http", &long_host).await.is_err());
+
+    let mut registry = Registry::default();
+    engine.metrics().register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let mut series: Vec<&str> = text.lines().filter(|line| line.starts_with("provider_http_requests_total{")).collect();
+    series.sort_unstable();
+    let host = format!("127.0.0.1:{}", server.port());
+    assert_eq!(
+        series,
+        [
+            r#"provider_http_requests_total{provider="labelled",host="-",status="denied"} 21"#.to_owned(),
+            format!(r#"provider_http_requests_total{{provider="labelled",host="{host}",status="2xx"}} 3"#),
+            format!(r#"provider_http_requests_total{{provider="labelled",host="{host}",status="4xx"}} 3"#),
+            format!(r#"provider_http_requests_total{{provider="labelled",host="{host}",status="5xx"}} 2"#),
+        ],
+        "{text}"
+    );
+    assert_still_serves(&handle).await;
 }

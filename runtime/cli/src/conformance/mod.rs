@@ -87,7 +87,11 @@ pub async fn conformance(args: ConformanceArgs) -> anyhow::Result<()> {
     };
     let spec = ProviderSpec { wasm: wasm.into(), ..args.sandbox.template("conformance", &args.cluster_name)? };
     let deadline = spec.limits.deadline;
-    let engine = Engine::new(EngineSettings { allocation: Allocation::OnDemand, ..Default::default() })?;
+    let engine = Engine::new(EngineSettings {
+        allocation: Allocation::OnDemand,
+        compiler: crate::compile_worker::compiler()?,
+        ..Default::default()
+    })?;
     let first = ProviderHandle::new(LoadedProvider::load(&engine, spec.clone()).await?);
     let reloaded = ProviderHandle::new(LoadedProvider::load(&engine, spec).await?);
     let info = first.info();

@@ -13,10 +13,11 @@
 //! Beyond the URL, every address the host connects to is checked: loopback,
 //! link-local (the cloud metadata address 169.254.169.254 among them),
 //! private, shared, multicast, unspecified and other special-purpose
-//! addresses (benchmarking, IETF, Azure WireServer, local-use NAT64, 6to4,
-//! discard-only, and IPv4 embedded in IPv6) are refused unless an IP or
-//! network entry covers them and allows the request's scheme and port,
-//! whether the URL names them or a DNS name resolves to them.
+//! addresses (benchmarking, IETF, Azure WireServer, local-use NAT64, 6to4
+//! and its relays, Teredo, discard-only, and IPv4 embedded in IPv6) are
+//! refused unless an IP or network entry covers them and allows the
+//! request's scheme and port, whether the URL names them or a DNS name
+//! resolves to them.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
@@ -207,11 +208,6 @@ impl Target {
         let port = url.port_or_known_default().ok_or_else(|| Denied::BadUrl(format!("{url} has no port")))?;
         Ok(Target { scheme, port })
     }
-
-    /// Whether requests go over TLS.
-    pub fn is_https(self) -> bool {
-        self.scheme == Scheme::Https
-    }
 }
 
 impl Entry {
@@ -367,6 +363,8 @@ fn blocked_range(address: IpAddr) -> Option<&'static str> {
                 Some("IETF protocol assignment")
             } else if octets[0] == 198 && (octets[1] & 0xfe) == 18 {
                 Some("benchmarking")
+            } else if octets[..3] == [192, 88, 99] {
+                Some("6to4 relay")
             } else if v4.is_multicast() || v4.is_broadcast() || octets[0] >= 240 {
                 Some("multicast or reserved")
             } else {
@@ -390,6 +388,8 @@ fn blocked_range(address: IpAddr) -> Option<&'static str> {
                 Some("local-use NAT64")
             } else if first == 0x2002 {
                 Some("6to4")
+            } else if segments[..2] == [0x2001, 0] {
+                Some("Teredo")
             } else if segments[..4] == [0x100, 0, 0, 0] {
                 Some("discard-only")
             } else {
@@ -488,6 +488,9 @@ mod tests {
             "http://[100::1]/",
             "http://[::ffff:0:a9fe:a9fe]/",
             "http://[::ffff:0:7f00:1]/",
+            "http://192.88.99.1/",
+            "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/",
+            "http://[2001::1]/",
         ] {
             assert!(matches!(check(&list, url), Err(Denied::BlockedAddress { .. })), "{url}");
         }

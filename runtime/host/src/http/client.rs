@@ -2,12 +2,12 @@
 //! pooled connections, TLS by rustls, and every hop checked against the
 //! allow-list.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use url::Url;
@@ -16,9 +16,12 @@ use crate::bindings::http::{Error as HttpError, Method, Request, RequestAuth, Re
 use crate::credentials::{Credentials, Role};
 use crate::error::LoadError;
 use crate::http::allowlist::{AllowList, Denied, Target};
+use crate::http::scrub::Scrubber;
 use crate::http::sigv4::{self, SigningError};
 use crate::throttle::Throttle;
 
+/// The longest host a metric is labelled with: the longest DNS name.
+const MAX_HOST_LABEL: usize = 253;
 /// Redirects followed before giving up.
 const MAX_REDIRECTS: usize = 5;
 /// Name lookups of one provider at once: each holds a thread of the
@@ -62,28 +65,56 @@ pub(crate) struct Outbound {
     client: reqwest::Client,
     allow_list: Arc<AllowList>,
     limits: BodyLimits,
+    /// Its sealed credentials, scrubbed from every answer.
+    scrubber: Scrubber,
+}
+
+/// A blocking name lookup: the system's resolver, or a test's.
+type Lookup = Arc<dyn Fn(&str) -> std::io::Result<Vec<SocketAddr>> + Send + Sync>;
+
+/// The system's resolver, as `getaddrinfo` answers.
+fn system_lookup(host: &str) -> std::io::Result<Vec<SocketAddr>> {
+    Ok((host, 0).to_socket_addrs()?.collect())
 }
 
 /// Resolves names and drops the addresses the allow-list refuses, so that
 /// a connection only ever goes to a checked address; a few lookups at once.
 struct CheckedResolver {
     allow_list: Arc<AllowList>,
+    /// Turns to look a name up, each held by the blocking lookup itself
+    /// until it ends, even when the request that asked has timed out: a
+    /// provider's stalled lookups hold at most this many threads of the
+    /// blocking pool the whole process shares.
     lookups: Arc<Semaphore>,
+    lookup: Lookup,
+}
+
+impl CheckedResolver {
+    fn new(allow_list: Arc<AllowList>, lookup: Lookup) -> Self {
+        CheckedResolver { allow_list, lookups: Arc::new(Semaphore::new(CONCURRENT_LOOKUPS)), lookup }
+    }
 }
 
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let allow_list = self.allow_list.clone();
         let lookups = self.lookups.clone();
+        let lookup = self.lookup.clone();
         // A connection made for the pool in the background has no request:
         // no special address is allowed for it.
         let target = CONNECTING.try_with(|target| *target).ok();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let _turn = lookups.acquire_owned().await?;
-            let resolved = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            let turn = lookups.acquire_owned().await?;
+            let looked_up = host.clone();
+            let resolved = tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                lookup(&looked_up)
+            })
+            .await??;
             let mut refused = None;
             let allowed: Vec<SocketAddr> = resolved
+                .into_iter()
                 .filter(|address| match allow_list.check_address(&host, address.ip(), target) {
                     Ok(()) => true,
                     Err(denied) => {
@@ -103,15 +134,16 @@ impl Resolve for CheckedResolver {
 
 impl Outbound {
     /// A client for `allow_list`, trusting the system's and the web's
-    /// certificate authorities and those of `trusted_certificates` (PEM).
+    /// certificate authorities and those of `trusted_certificates` (PEM),
+    /// whose answers `scrubber` scrubs.
     pub(crate) fn new(
         allow_list: AllowList,
         limits: BodyLimits,
         trusted_certificates: Option<&[u8]>,
+        scrubber: Scrubber,
     ) -> Result<Self, LoadError> {
         let allow_list = Arc::new(allow_list);
-        let resolver =
-            CheckedResolver { allow_list: allow_list.clone(), lookups: Arc::new(Semaphore::new(CONCURRENT_LOOKUPS)) };
+        let resolver = CheckedResolver::new(allow_list.clone(), Arc::new(system_lookup));
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
@@ -126,17 +158,38 @@ impl Outbound {
         }
         let client =
             builder.build().map_err(|err| LoadError::Engine(format!("cannot build the HTTP client: {err}")))?;
-        Ok(Outbound { client, allow_list, limits })
+        Ok(Outbound { client, allow_list, limits, scrubber })
+    }
+
+    /// `host:port` of `url` when the allow-list allows it, for metrics:
+    /// a host no entry allows is never a label. The host is at most 253
+    /// characters, as DNS allows.
+    pub(crate) fn allowed_origin(&self, url: &str) -> Option<String> {
+        let url = Url::parse(url).ok()?;
+        self.allow_list.check_url(&url).ok()?;
+        let host = url.host_str()?;
+        Some(format!("{}:{}", &host[..host.floor_char_boundary(MAX_HOST_LABEL)], url.port_or_known_default()?))
     }
 
     /// Sends `request` for a call whose deadline is `deadline`, each hop
-    /// once `rate` lets it.
+    /// once `rate` lets it, and scrubs the provider's sealed credentials
+    /// from the answer or the error.
     ///
     /// A wait for `rate` that outlasts the request's own timeout fails the
     /// request; one that reaches the call's deadline does not end here, so
     /// that the call ends at its deadline like any host call that outlasts
     /// it.
     pub(crate) async fn send(
+        &self,
+        request: Request,
+        credentials: &Credentials,
+        rate: Option<&Throttle>,
+        deadline: Instant,
+    ) -> Result<Response, HttpError> {
+        self.scrubber.result(self.exchange(request, credentials, rate, deadline).await)
+    }
+
+    async fn exchange(
         &self,
         request: Request,
         credentials: &Credentials,
@@ -152,7 +205,11 @@ impl Outbound {
                 self.limits.request
             )));
         }
-        let headers = checked_headers(&request.headers)?;
+        let mut headers = checked_headers(&request.headers)?;
+        if self.scrubber.is_active() {
+            // An encoded answer could not be scrubbed.
+            headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        }
         let requested = request.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
         let until = requested.map_or(deadline, |requested| requested.min(deadline));
         let origin = url.origin();
@@ -176,7 +233,7 @@ impl Outbound {
             let mut hop_headers = headers.clone();
             // Credentials go only to the origin the provider named.
             if let Some(auth) = request.auth.as_ref().filter(|_| url.origin() == origin) {
-                authorize(auth, credentials, method, &url, target, &mut hop_headers, &body)?;
+                authorize(auth, credentials, method, &url, &mut hop_headers, &body)?;
             }
             let sent =
                 self.client.request(reqwest_method(method), url.clone()).headers(hop_headers).body(body.clone()).send();
@@ -209,6 +266,14 @@ impl Outbound {
             |size: String| HttpError::TooLarge(format!("response body of {size} bytes is over the {cap} byte cap"));
         if let Some(length) = response.content_length().filter(|length| *length > cap as u64) {
             return Err(too_large(length.to_string()));
+        }
+        let encoding = response.headers().get(CONTENT_ENCODING).filter(|value| *value != "identity");
+        if let (true, Some(encoding)) = (self.scrubber.is_active(), encoding) {
+            return Err(HttpError::Transport(format!(
+                "the answer is encoded ({}), and answers to a provider with sealed credentials are scrubbed of them \
+                 as text: the host asks for none",
+                String::from_utf8_lossy(encoding.as_bytes())
+            )));
         }
         let status = response.status().as_u16();
         let headers = response
@@ -251,14 +316,13 @@ fn authorize(
     credentials: &Credentials,
     method: Method,
     url: &Url,
-    target: Target,
     headers: &mut HeaderMap,
     body: &[u8],
 ) -> Result<(), HttpError> {
     let added = match auth {
         RequestAuth::Bearer(name) => {
             let token = credentials
-                .for_role(name, Role::Bearer, target.is_https())
+                .for_role(name, Role::Bearer, url)
                 .map_err(|refused| HttpError::Denied(refused.to_string()))?;
             vec![("authorization".to_owned(), format!("Bearer {token}"))]
         }
@@ -268,19 +332,12 @@ fn authorize(
                 .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
                 .collect();
             let method = reqwest_method(method);
-            sigv4::signature_headers(
-                params,
-                credentials,
-                target.is_https(),
-                method.as_str(),
-                url.as_str(),
-                &signed,
-                body,
-            )
-            .map_err(|err| match err {
-                SigningError::Refused(refused) => HttpError::Denied(refused.to_string()),
-                other => HttpError::InvalidRequest(other.to_string()),
-            })?
+            sigv4::signature_headers(params, credentials, method.as_str(), url, &signed, body).map_err(
+                |err| match err {
+                    SigningError::Refused(refused) => HttpError::Denied(refused.to_string()),
+                    other => HttpError::InvalidRequest(other.to_string()),
+                },
+            )?
         }
     };
     for (name, value) in added {
@@ -321,4 +378,66 @@ fn transport_error(err: reqwest::Error) -> HttpError {
     }
     chain.dedup();
     HttpError::Transport(chain.join(": "))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex};
+
+    use super::*;
+
+    /// Lookups that block until released, counting how many run at once.
+    #[derive(Default)]
+    struct Stuck {
+        released: Mutex<bool>,
+        release: Condvar,
+        running: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl Stuck {
+        fn lookup(&self) -> std::io::Result<Vec<SocketAddr>> {
+            let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(running, Ordering::SeqCst);
+            let mut released = self.released.lock().unwrap();
+            while !*released {
+                released = self.release.wait(released).unwrap();
+            }
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            Ok(vec![SocketAddr::from(([203, 0, 113, 7], 0))])
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lookups_that_timed_out_keep_their_turn_until_they_end() {
+        let stuck = Arc::new(Stuck::default());
+        let blocking = stuck.clone();
+        let resolver = CheckedResolver::new(
+            Arc::new(AllowList::parse(["https://*"]).unwrap()),
+            Arc::new(move |_: &str| blocking.lookup()),
+        );
+        let name = || Name::from_str("stalled.example").unwrap();
+        // Requests whose lookups stall time out one after another, as a
+        // provider's calls would.
+        for _ in 0..4 * CONCURRENT_LOOKUPS {
+            let timed_out = tokio::time::timeout(Duration::from_millis(20), resolver.resolve(name())).await;
+            assert!(timed_out.is_err(), "the lookup is stuck");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (running, most) = (stuck.running.load(Ordering::SeqCst), stuck.most.load(Ordering::SeqCst));
+        // Released before the checks, so that a failing test ends.
+        *stuck.released.lock().unwrap() = true;
+        stuck.release.notify_all();
+        assert_eq!(running, CONCURRENT_LOOKUPS, "the stalled lookups keep their turns");
+        assert_eq!(most, CONCURRENT_LOOKUPS, "no more run at once");
+        let addresses: Vec<SocketAddr> = tokio::time::timeout(Duration::from_secs(5), resolver.resolve(name()))
+            .await
+            .expect("turns come back once the lookups end")
+            .unwrap()
+            .collect();
+        assert_eq!(addresses, [SocketAddr::from(([203, 0, 113, 7], 0))]);
+        assert_eq!(stuck.most.load(Ordering::SeqCst), CONCURRENT_LOOKUPS);
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod allowlist;
 mod client;
+mod scrub;
 mod sigv4;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 pub(crate) use client::{BodyLimits, Outbound};
+pub(crate) use scrub::Scrubber;
 
 use crate::bindings::http::{self, Error as HttpError, Request, Response};
 use crate::credentials::Credentials;
@@ -38,7 +40,7 @@ impl http::Host for HttpImport {
     async fn send(&mut self, request: Request) -> wasmtime::Result<Result<Response, HttpError>> {
         if request.url.len() > MAX_URL {
             let refused = format!("a URL of {} bytes is longer than {MAX_URL}", request.url.len());
-            self.metrics.http(&self.origin.provider, "invalid", "error");
+            self.metrics.http(&self.origin.provider, None, "error");
             return Ok(Err(HttpError::InvalidRequest(refused)));
         }
         let span = tracing::debug_span!(
@@ -49,10 +51,7 @@ impl http::Host for HttpImport {
             url = %request.url,
             status = tracing::field::Empty,
         );
-        let host = url::Url::parse(&request.url)
-            .ok()
-            .and_then(|url| url.host_str().map(|host| format!("{host}:{}", url.port_or_known_default().unwrap_or(0))))
-            .unwrap_or_else(|| "invalid".to_owned());
+        let host = self.outbound.allowed_origin(&request.url);
         let result = self
             .outbound
             .send(request, &self.credentials, self.rate.as_deref(), self.deadline)
@@ -61,19 +60,43 @@ impl http::Host for HttpImport {
         let status = match &result {
             Ok(response) => {
                 span.record("status", response.status);
-                response.status.to_string()
+                status_class(response.status)
             }
             Err(HttpError::Denied(why)) => {
                 let why = crate::log::clip(why, crate::log::MAX_TEXT);
                 tracing::warn!(parent: &span, provider = &*self.origin.provider, "refused a provider's HTTP request: {why}");
-                "denied".to_owned()
+                "denied"
             }
             Err(err) => {
                 tracing::debug!(parent: &span, "HTTP request failed: {err:?}");
-                if matches!(err, HttpError::Timeout) { "timeout" } else { "error" }.to_owned()
+                if matches!(err, HttpError::Timeout) { "timeout" } else { "error" }
             }
         };
-        self.metrics.http(&self.origin.provider, &host, &status);
+        self.metrics.http(&self.origin.provider, host.as_deref(), status);
         Ok(result)
+    }
+}
+
+/// A response's status as its class, `2xx` to `5xx`, for metrics: a
+/// provider's servers cannot make more series than these.
+fn status_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        500..=599 => "5xx",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_labelled_by_class() {
+        let classes: Vec<&str> = [100, 204, 302, 404, 429, 503, 599, 600, 999].map(status_class).to_vec();
+        assert_eq!(classes, ["1xx", "2xx", "3xx", "4xx", "4xx", "5xx", "5xx", "other", "other"]);
     }
 }

@@ -7,6 +7,8 @@ use std::time::SystemTime;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 
+use url::Url;
+
 use crate::bindings::http::AwsSigv4;
 use crate::credentials::{Credentials, Role, UseRefused};
 
@@ -44,20 +46,19 @@ pub(crate) enum SigningError {
 pub(crate) fn signature_headers(
     params: &AwsSigv4,
     credentials: &Credentials,
-    over_tls: bool,
     method: &str,
-    url: &str,
+    url: &Url,
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<Vec<(String, String)>, SigningError> {
     let region = scope_part("region", &params.region)?;
     let service = scope_part("service", &params.service)?;
-    let access_key_id = credentials.for_role(&params.access_key_id, Role::AwsAccessKeyId, over_tls)?;
-    let secret_access_key = credentials.for_role(&params.secret_access_key, Role::AwsSecretAccessKey, over_tls)?;
+    let access_key_id = credentials.for_role(&params.access_key_id, Role::AwsAccessKeyId, url)?;
+    let secret_access_key = credentials.for_role(&params.secret_access_key, Role::AwsSecretAccessKey, url)?;
     let session_token = params
         .session_token
         .as_deref()
-        .map(|name| credentials.for_role(name, Role::AwsSessionToken, over_tls))
+        .map(|name| credentials.for_role(name, Role::AwsSessionToken, url))
         .transpose()?;
     let identity = aws_credential_types::Credentials::new(
         access_key_id,
@@ -78,7 +79,7 @@ pub(crate) fn signature_headers(
         .into();
     let signable = SignableRequest::new(
         method,
-        url,
+        url.as_str(),
         headers.iter().map(|(name, value)| (name.as_str(), value.as_str())),
         SignableBody::Bytes(body),
     )
@@ -122,9 +123,8 @@ mod tests {
         let headers = signature_headers(
             &params(Some("token")),
             &credentials,
-            true,
             "POST",
-            "https://ec2.us-east-1.amazonaws.com/",
+            &Url::parse("https://ec2.us-east-1.amazonaws.com/").unwrap(),
             &[],
             b"Action=DescribeInstances",
         )
@@ -140,7 +140,7 @@ mod tests {
     }
 
     fn sign_with(params: &AwsSigv4, credentials: &Credentials) -> Result<Vec<(String, String)>, SigningError> {
-        signature_headers(params, credentials, false, "GET", "http://ec2.amazonaws.com/", &[], b"")
+        signature_headers(params, credentials, "GET", &Url::parse("http://ec2.amazonaws.com/").unwrap(), &[], b"")
     }
 
     #[test]
@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn a_sealed_secret_key_never_fills_a_slot_that_is_sent() {
         let credentials = Credentials::from_pairs([("key-id", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI")])
-            .seal([("secret", Role::AwsSecretAccessKey)])
+            .seal(["secret=aws-sigv4-secret-access-key@http://ec2.amazonaws.com".parse().unwrap()])
             .unwrap();
         assert!(sign_with(&params(None), &credentials).is_ok());
         let mut as_key_id = params(None);

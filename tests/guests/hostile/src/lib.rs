@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth};
+use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth, Response};
 use wasm_ccm_sdk::log::Level;
 use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Service};
 use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, Provider};
@@ -39,6 +39,16 @@ fn observed(what: String) -> LoadBalancerStatus {
     LoadBalancerStatus {
         ingress: vec![LoadBalancerIngress { ip: None, hostname: Some(what), ip_mode: None, ports: Vec::new() }],
     }
+}
+
+/// A response's status and body, and the header an echoing server copies
+/// the request's `Authorization` into, when there is one.
+fn echoed(response: &Response) -> String {
+    let mut seen = format!("status {} body {}", response.status(), response.text());
+    if let Some(echo) = response.header("x-authorization") {
+        seen.push_str(&format!(" header {echo}"));
+    }
+    seen
 }
 
 fn spin() -> ! {
@@ -74,6 +84,12 @@ impl LoadBalancer for Hostile {
             }
             "grow" => Ok(observed(format!("grew {} MiB", grow(arg.parse().unwrap_or(1024))))),
             "panic" => panic!("{arg}"),
+            "error" => {
+                // `KIB`: an error of KIB KiB of text; `retry KIB`: a retry's.
+                let (retry, size) = arg.split_once(' ').map_or((false, arg), |(kind, size)| (kind == "retry", size));
+                let message = "e".repeat(size.parse::<usize>().unwrap_or(200) << 10);
+                Err(if retry { Error::retry(Duration::from_secs(1), message) } else { Error::other(message) })
+            }
             "http" => {
                 let response = Request::get(arg).send()?;
                 Ok(observed(format!("status {} body {}", response.status(), response.text())))
@@ -95,8 +111,7 @@ impl LoadBalancer for Hostile {
             "bearer" => {
                 // `NAME URL`: the credential NAME as a bearer token.
                 let (name, url) = arg.split_once(' ').unwrap_or((arg, ""));
-                let response = Request::get(url).bearer(name).send()?;
-                Ok(observed(format!("status {} body {}", response.status(), response.text())))
+                Ok(observed(echoed(&Request::get(url).bearer(name).send()?)))
             }
             "sigv4" => {
                 // `ACCESS-KEY-ID SECRET SESSION-TOKEN|- REGION SERVICE URL`.
@@ -111,8 +126,7 @@ impl LoadBalancer for Hostile {
                     secret_access_key: secret_access_key.into(),
                     session_token: (session_token != "-").then(|| session_token.into()),
                 });
-                let response = Request::get(url).auth(auth).send()?;
-                Ok(observed(format!("status {} body {}", response.status(), response.text())))
+                Ok(observed(echoed(&Request::get(url).auth(auth).send()?)))
             }
             "log-flood" => {
                 // ARG MiB of NULs as one message and as 100 fields, then a
