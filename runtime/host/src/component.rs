@@ -60,6 +60,16 @@ pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
     compile_cached(engine, bytes).map(|(component, _)| component)
 }
 
+/// Compiles `bytes` past the engine's compile cache and checks it is a
+/// provider of this contract.
+///
+/// # Errors
+/// As [`compile`].
+pub(crate) fn compile_uncached(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    check_header(bytes)?;
+    compile_checked(engine, bytes)
+}
+
 /// Compiles `bytes`, or loads them from the engine's compile cache, and
 /// checks it is a provider of this contract; says where the code came from.
 ///
