@@ -10,9 +10,10 @@ use crate::{Error, NodeSet};
 
 /// A cloud provider: `cloudprovider.Interface`.
 ///
-/// The host creates a fresh instance of the component for every call and
-/// builds the provider with [`Provider::new`] before the call, so a provider
-/// keeps nothing in memory from one call to the next.
+/// The host builds the provider with [`Provider::new`] once per version and
+/// configuration, and starts every call from a fresh copy of the instance
+/// `new` left: set-up is paid once, and nothing one call keeps in memory
+/// reaches the next.
 pub trait Provider: Sized + 'static {
     /// `ProviderName()`; also the scheme of the provider IDs it issues.
     const NAME: &'static str;

@@ -66,8 +66,9 @@ pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
 }
 
 /// Loads the component of `bytes`, whose sha256 is `digest` (hex), from the
-/// engine's compile cache, or compiles it with the engine's compiler; checks
-/// it is a provider of this contract and says where the code came from.
+/// engine's compile cache when `cached`, or compiles it with the engine's
+/// compiler; checks it is a provider of this contract and says where the
+/// code came from.
 ///
 /// Only components that pass the checks are stored in the cache; an entry
 /// that does not verify or load is logged, compiled again and overwritten.
@@ -78,9 +79,11 @@ pub(crate) async fn compile_cached(
     engine: &Engine,
     bytes: Arc<[u8]>,
     digest: &str,
+    cached: bool,
 ) -> Result<(Component, CacheOutcome), LoadError> {
     check_header(&bytes)?;
-    let outcome = match engine.compile_cache() {
+    let cache = engine.compile_cache().filter(|_| cached);
+    let outcome = match cache {
         None => CacheOutcome::Disabled,
         Some(cache) => match blocking(engine, digest, |cache, engine, digest| cache.get(engine, digest)).await? {
             Lookup::Hit(component) => {
@@ -101,7 +104,7 @@ pub(crate) async fn compile_cached(
     };
     let component = engine.compile_fresh(bytes).await?;
     check(engine, &component)?;
-    if engine.compile_cache().is_some() {
+    if cache.is_some() {
         let stored = component.clone();
         match blocking(engine, digest, move |cache, _, digest| cache.put(digest, &stored)).await? {
             Ok(path) => tracing::debug!(entry = %path.display(), "stored compiled code in the cache"),

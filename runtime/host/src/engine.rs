@@ -187,13 +187,15 @@ impl Engine {
         self.inner.cache.as_ref()
     }
 
-    /// Compiles `wasm` (or loads it from the compile cache) and checks it
-    /// is a provider; a component that failed before fails again at once.
+    /// Compiles `wasm` (or, when `cached`, loads it from the compile cache)
+    /// and checks it is a provider; a component that failed before fails
+    /// again at once. What is compiled once per load, such as a snapshot, is
+    /// not cached: the cache would only grow.
     ///
     /// # Errors
     /// When the component is too large, is not a provider, does not
     /// compile, or its compile does not end in time.
-    pub(crate) async fn compile(&self, wasm: Arc<[u8]>) -> Result<(Component, CacheOutcome), LoadError> {
+    pub(crate) async fn compile(&self, wasm: Arc<[u8]>, cached: bool) -> Result<(Component, CacheOutcome), LoadError> {
         let limit = self.inner.settings.max_component_size;
         if wasm.len() > limit {
             return Err(LoadError::TooLarge { size: wasm.len(), limit });
@@ -203,7 +205,7 @@ impl Engine {
             tracing::debug!(digest = %format_args!("sha256:{digest}"), "not compiling again a component that failed: {err}");
             return Err(err);
         }
-        let compiled = crate::component::compile_cached(self, wasm, &digest).await;
+        let compiled = crate::component::compile_cached(self, wasm, &digest, cached).await;
         if let Err(err) = &compiled {
             self.inner.failures.remember(&digest, err);
         }

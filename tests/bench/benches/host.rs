@@ -1,7 +1,8 @@
 //! The provider host: instantiation plus a trivial call with pooling and
 //! on-demand allocation; ensure-load-balancer with 1, 100 and 1000 nodes
 //! through the fake provider component against the same provider compiled
-//! natively; memory per live instance.
+//! natively; a call's cost beside the size of the provider's configuration
+//! (set-up runs once, not per call); memory per live instance.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use wasm_ccm_tests::{allow, guest, spec};
 const PROBES: usize = 5000;
 const ENSURES: usize = 500;
 const LIVE_INSTANCES: usize = 200;
+const CONFIGURED_CALLS: usize = 500;
 
 async fn fake(
     engine: &Engine,
@@ -51,6 +53,37 @@ async fn instantiate(allocation: Allocation) -> anyhow::Result<Samples> {
         samples.push(started.elapsed());
     }
     Ok(Samples::new(samples))
+}
+
+/// The fake provider's configuration listing `count` instances.
+fn instances(count: usize) -> serde_json::Value {
+    let instances: Vec<_> = (0..count)
+        .map(|i| {
+            json!({
+                "name": format!("node-{i}"),
+                "id": format!("i-{i}"),
+                "zone": "zone-a",
+                "region": "region-a",
+                "addresses": [{"type": "InternalIP", "address": format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)}],
+            })
+        })
+        .collect();
+    json!({ "instances": instances })
+}
+
+/// Loading the fake provider configured with `count` instances, then
+/// `instance-exists-by-provider-id`, which needs the parsed configuration.
+async fn configured(engine: &Engine, count: usize) -> anyhow::Result<(Duration, Samples)> {
+    let started = Instant::now();
+    let handle = fake(engine, instances(count), None, Limits::default()).await?;
+    let load = started.elapsed();
+    let mut samples = Vec::with_capacity(CONFIGURED_CALLS);
+    for _ in 0..CONFIGURED_CALLS {
+        let started = Instant::now();
+        anyhow::ensure!(handle.instance_exists_by_provider_id("fake://i-0").await?);
+        samples.push(started.elapsed());
+    }
+    Ok((load, Samples::new(samples)))
 }
 
 /// Sends the natively running provider's requests with reqwest, as the
@@ -269,6 +302,16 @@ fn main() -> anyhow::Result<()> {
             let extra = component.median().saturating_sub(native.median());
             println!("| {count} | {} | {} | {} |", micros(component.median()), micros(native.median()), micros(extra));
         }
+
+        println!("\n## A call beside the provider's configuration ({CONFIGURED_CALLS} calls each)\n");
+        println!("| instances configured | load (compile cached) | call median | call p99 |\n|---|---|---|---|");
+        let mut medians = Vec::new();
+        for count in [1, 2000] {
+            let (load, calls) = configured(&engine, count).await?;
+            println!("| {count} | {} | {} | {} |", micros(load), micros(calls.median()), micros(calls.p99()));
+            medians.push(calls.median().as_secs_f64());
+        }
+        println!("\nCall median with 2000 instances / with 1: {:.2}", medians[1] / medians[0]);
 
         let (per_instance, reserved) = memory_per_instance().await?;
         println!("\n## Memory per live instance ({LIVE_INSTANCES} instances alive at once)\n");

@@ -54,6 +54,36 @@ async fn assert_still_serves(handle: &ProviderHandle) {
     assert_eq!(run(handle, "", "").await.unwrap(), "ok with 0 nodes");
 }
 
+/// The hostile provider, loaded with `config`.
+async fn hostile_configured(config: &[u8]) -> ProviderHandle {
+    ProviderHandle::new(load(spec("hostile", guest("guest-hostile"), config)).await)
+}
+
+#[tokio::test]
+async fn every_call_starts_from_the_state_initialize_left_once() {
+    let handle = hostile_configured(b"").await;
+    let first = run(&handle, "born", "").await.unwrap();
+    assert!(first.starts_with("born "), "{first}");
+    for _ in 0..3 {
+        assert_eq!(run(&handle, "born", "").await.unwrap(), first);
+    }
+    // What one call changes is not seen by the next.
+    run(&handle, "grow", "8").await.unwrap();
+    assert_eq!(run(&handle, "born", "").await.unwrap(), first);
+    // Loaded again, the provider initialises again.
+    let reloaded = hostile_configured(b"").await;
+    assert_ne!(run(&reloaded, "born", "").await.unwrap(), first);
+}
+
+#[tokio::test]
+async fn a_provider_holding_host_resources_after_initialize_initialises_in_every_call() {
+    let handle = hostile_configured(b"hold-a-resource-on-initialize").await;
+    let first = run(&handle, "born", "").await.unwrap();
+    let second = run(&handle, "born", "").await.unwrap();
+    assert!(first.starts_with("born ") && second.starts_with("born "), "{first} / {second}");
+    assert_ne!(first, second);
+}
+
 #[tokio::test]
 async fn an_endless_loop_stops_at_its_deadline() {
     let deadline = Duration::from_millis(300);
