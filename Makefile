@@ -25,7 +25,7 @@ demo: guests
 
 ## Set up and run the whole test suite, with the format and lint checks.
 test: guests test-servers lint
-	$(CARGO) build --locked --workspace --bins
+	$(CARGO) build --locked --workspace --bins --benches
 	$(CARGO) test --locked --workspace
 
 ## Build every provider and test guest into a component under target/wasm.

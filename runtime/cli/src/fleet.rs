@@ -245,7 +245,7 @@ fn same_but_serves(running: &ProviderEntry, planned: &ProviderEntry) -> bool {
 /// `stop`.
 async fn load(
     context: &LoadContext,
-    planned: PlannedProvider,
+    mut planned: PlannedProvider,
     into: Option<ProviderHandle>,
     stop: &CancellationToken,
 ) -> anyhow::Result<(PlannedProvider, ProviderHandle, CancellationToken)> {
@@ -280,10 +280,32 @@ async fn load(
     };
     let handle = reloader.handle();
     let parts = handle.info().parts;
-    check_parts(&planned.serves, &parts)?;
+    if planned.fit_to_support {
+        planned.serves = fit_to_parts(planned.serves, &parts, &planned.entry.name);
+    } else {
+        check_parts(&planned.serves, &parts)?;
+    }
     let token = stop.child_token();
     tokio::spawn(reloader.run(token.clone()));
     Ok((planned, handle, token))
+}
+
+/// What of `serves` a provider supporting `parts` can serve; each part
+/// left out is logged, as upstream logs a controller its cloud does not
+/// support and runs the others.
+fn fit_to_parts(serves: Serves, parts: &Parts, provider: &str) -> Serves {
+    let keep = |serving: bool, supported: bool, what: &str| {
+        if serving && !supported {
+            tracing::info!(provider, "the provider does not support {what}; those controllers do not run");
+        }
+        serving && supported
+    };
+    Serves {
+        default_load_balancer: keep(serves.default_load_balancer, parts.load_balancer, "load balancers"),
+        load_balancer_classes: if parts.load_balancer { serves.load_balancer_classes } else { Default::default() },
+        nodes: keep(serves.nodes, parts.instances || parts.instances_v2, "instances"),
+        routes: keep(serves.routes, parts.routes, "routes"),
+    }
 }
 
 /// Refuses a provider that does not support what it is to serve.
@@ -299,4 +321,29 @@ fn check_parts(serves: &Serves, parts: &Parts) -> anyhow::Result<()> {
     .collect();
     anyhow::ensure!(missing.is_empty(), "it is to serve {} but does not support them", missing.join(" and "));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn supporting(load_balancer: bool, instances_v2: bool, routes: bool) -> Parts {
+        Parts { load_balancer, instances_v2, routes, ..Parts::default() }
+    }
+
+    #[test]
+    fn the_one_provider_serves_what_it_supports() {
+        let fitted = fit_to_parts(Serves::everything(), &supporting(true, false, false), "lb-only");
+        assert_eq!(fitted, Serves { default_load_balancer: true, ..Serves::default() });
+        let fitted = fit_to_parts(Serves::everything(), &supporting(false, true, true), "no-lb");
+        assert_eq!(fitted, Serves { nodes: true, routes: true, ..Serves::default() });
+        assert_eq!(fit_to_parts(Serves::everything(), &Parts::ALL, "all"), Serves::everything());
+    }
+
+    #[test]
+    fn a_file_entry_lacking_a_part_it_is_to_serve_is_refused() {
+        let err = check_parts(&Serves::everything(), &supporting(true, true, false)).unwrap_err();
+        assert_eq!(err.to_string(), "it is to serve routes but does not support them");
+        assert!(check_parts(&Serves { nodes: true, ..Serves::default() }, &supporting(false, true, false)).is_ok());
+    }
 }

@@ -126,6 +126,12 @@ pub struct PlannedProvider {
     pub inputs: InputFiles,
     /// What it serves.
     pub serves: Serves,
+    /// Whether `serves` narrows to what the provider supports once it is
+    /// loaded, as upstream runs only the controllers its cloud supports,
+    /// rather than refusing a provider that lacks part of it: so for the
+    /// one provider of a single-provider run, not for a providers file's
+    /// entries, which say what each provider serves.
+    pub fit_to_support: bool,
 }
 
 /// Why a providers file was refused: every problem found.
@@ -212,7 +218,14 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                     nodes: entry.nodes,
                     routes: entry.routes,
                 };
-                planned.push(PlannedProvider { entry, template, source: Some(source), inputs, serves });
+                planned.push(PlannedProvider {
+                    entry,
+                    template,
+                    source: Some(source),
+                    inputs,
+                    serves,
+                    fit_to_support: false,
+                });
             }
             Err(err) => problems.push(format!("provider {}: {err:#}", entry.name)),
         }

@@ -279,7 +279,8 @@ impl ProviderSetup {
         ProviderSetup { template: spec, source: None, inputs: InputFiles::default() }
     }
 
-    /// The one provider of a single-provider run, serving everything.
+    /// The one provider of a single-provider run, serving everything it
+    /// supports.
     fn planned(self) -> PlannedProvider {
         let entry = ProviderEntry { name: self.template.name.clone(), ..ProviderEntry::default() };
         PlannedProvider {
@@ -288,6 +289,7 @@ impl ProviderSetup {
             source: self.source,
             inputs: self.inputs,
             serves: Serves::everything(),
+            fit_to_support: true,
         }
     }
 }

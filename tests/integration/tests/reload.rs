@@ -790,3 +790,19 @@ async fn a_restart_loads_the_provider_from_the_compile_cache() {
         assert!(process.wait(PATIENCE).await.is_some_and(|status| status.success()), "wasm-ccm stopped");
     }
 }
+
+/// A provider without routes or instances (the fake provider with stateless
+/// load balancers and no cloud) runs on its own with the controllers it
+/// supports, as upstream runs the controllers its cloud supports.
+#[tokio::test]
+async fn the_one_provider_runs_the_controllers_it_supports() {
+    let setup = Setup::start().await;
+    std::fs::write(setup.path("fake.json"), json!({"statelessLoadBalancers": true}).to_string()).unwrap();
+    let wasm_path = setup.path("fake.wasm");
+    std::fs::write(&wasm_path, guest("provider-fake")).unwrap();
+    let _process = setup.run(&wasm_path.display().to_string(), &["--controllers", "*"]).await;
+    let serves = &setup.provider().await["serves"];
+    assert_eq!(serves["routes"], false, "{serves}");
+    assert_eq!(serves["defaultLoadBalancer"], true, "{serves}");
+    assert!(setup.fresh_ingress("stateless").await.starts_with("192.0.2."));
+}
