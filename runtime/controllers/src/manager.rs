@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
+use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -33,6 +34,7 @@ use crate::route::RouteController;
 use crate::runner::Stopped;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
+use crate::service::node_changes::NodeChanges;
 
 /// Why the controllers cannot start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -264,9 +266,13 @@ impl<C: Cloud> ControllerManager<C> {
             let service_triggers = services.as_ref().map(|(_, _, lanes)| lanes.triggers());
             let node_triggers = cloud_node.as_ref().map(CloudNodeController::triggers);
             tasks.spawn(async move {
+                let mut node_changes = NodeChanges::default();
                 while let Some(change) = node_updates.recv().await {
                     nodes.changed();
-                    if let Some(triggers) = &service_triggers {
+                    if let Some(triggers) = &service_triggers
+                        && node_changes
+                            .concern_load_balancers(&change, |name| nodes.store().get(&ObjectRef::new(name)).is_some())
+                    {
                         triggers.nodes_changed();
                     }
                     if let Some(triggers) = &node_triggers {

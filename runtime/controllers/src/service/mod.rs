@@ -6,6 +6,7 @@
 pub mod claim;
 pub(crate) mod lanes;
 mod memory;
+pub(crate) mod node_changes;
 mod node_sync;
 pub mod rules;
 mod sync;
@@ -158,8 +159,8 @@ impl ServiceTriggers {
         }
     }
 
-    /// Takes note that the nodes changed: load balancers whose node set
-    /// differs will be updated.
+    /// Takes note that the nodes changed in a way that concerns load
+    /// balancers: those whose node set differs will be updated.
     pub fn nodes_changed(&self) {
         self.node_queue.add_after(All, COALESCE);
     }
