@@ -5,6 +5,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, NodeStatus, Service};
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -45,15 +46,13 @@ impl<K> Clone for Change<K> {
 /// logs), and once when the watch works again.
 pub fn informer<K, F>(api: Api<K>, stop: CancellationToken, mut on_change: F) -> (Store<K>, impl Future<Output = ()>)
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     F: FnMut(Change<K>) + Send + 'static,
 {
     let (store, writer) = reflector::store();
     // The controllers never read managedFields: dropping them before the
     // cache keeps a copy of each object halves its size.
-    let watch = watcher(api, watcher::Config::default()).default_backoff().modify(|object| {
-        object.managed_fields_mut().clear();
-    });
+    let watch = watcher(api, watcher::Config::default()).default_backoff().modify(Trim::trim);
     let stream = reflector::reflector(writer, watch);
     let run = async move {
         let mut stream = std::pin::pin!(stream);
@@ -94,11 +93,66 @@ where
 }
 
 /// Whether the watch failed because the API server could not be reached.
+/// What the caches keep of an object: fields no controller reads and no
+/// provider is given are dropped as it arrives, so that memory follows what
+/// the controllers use rather than what kubelets report (a node's image
+/// list alone is often most of it).
+pub trait Trim {
+    /// Drops what the caches need not keep.
+    fn trim(&mut self);
+}
+
+impl Trim for Node {
+    fn trim(&mut self) {
+        self.managed_fields_mut().clear();
+        if let Some(status) = self.status.as_mut() {
+            // Addresses and conditions are all the controllers read.
+            let NodeStatus { addresses, conditions, .. } = std::mem::take(status);
+            *status = NodeStatus { addresses, conditions, ..NodeStatus::default() };
+        }
+    }
+}
+
+impl Trim for Service {
+    fn trim(&mut self) {
+        self.managed_fields_mut().clear();
+    }
+}
+
 fn is_transport(err: &watcher::Error) -> bool {
     match err {
         watcher::Error::InitialListFailed(err)
         | watcher::Error::WatchStartFailed(err)
         | watcher::Error::WatchFailed(err) => is_transport_error(err),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ContainerImage, NodeAddress, NodeCondition, NodeSystemInfo};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    use super::*;
+    use crate::fixtures::NodeFixture;
+
+    #[test]
+    fn a_cached_node_keeps_what_the_controllers_read() {
+        let mut node = Node::test("a");
+        node.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        let status = node.status.get_or_insert_with(NodeStatus::default);
+        status.addresses = Some(vec![NodeAddress { type_: "InternalIP".into(), address: "10.0.0.1".into() }]);
+        status.conditions =
+            Some(vec![NodeCondition { type_: "Ready".into(), status: "True".into(), ..Default::default() }]);
+        status.images =
+            Some(vec![ContainerImage { names: Some(vec!["registry/image:1".into()]), size_bytes: Some(1) }]);
+        status.node_info = Some(NodeSystemInfo::default());
+        let (labels, spec) = (node.metadata.labels.clone(), node.spec.clone());
+        let (addresses, conditions) = (status.addresses.clone(), status.conditions.clone());
+
+        node.trim();
+        assert_eq!(node.metadata.managed_fields, Some(vec![]));
+        assert_eq!((node.metadata.labels.clone(), node.spec.clone()), (labels, spec));
+        assert_eq!(node.status, Some(NodeStatus { addresses, conditions, ..NodeStatus::default() }));
     }
 }

@@ -253,8 +253,8 @@ fn compile_stdin() -> Result<(), ChildFailure> {
     // One thread per compile: the parent's turns bound the compiles at
     // once, and a compile's CPU time is then its time.
     config.parallel_compilation(false);
-    let engine =
-        wasmtime::Engine::new(&config).map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
+    let engine = wasmtime::Engine::new(&config)
+        .map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
     let component = Component::new(&engine, &wasm).map_err(|err| {
         let reason = format!("{err:#}");
         if reason.contains(&out_of_memory_message()) {
