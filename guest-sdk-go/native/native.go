@@ -26,7 +26,7 @@ type Header = host.Header
 type Field = host.Field
 
 // SetHost installs the host every natively running provider of this
-// process uses.
+// process uses; nil uninstalls it.
 func SetHost(h Host) {
 	host.Use(h)
 }

@@ -139,8 +139,12 @@ var (
 	current Backend = unconnected{}
 )
 
-// Use makes backend the one the SDK calls.
+// Use makes backend the one the SDK calls; nil restores the unconnected
+// one.
 func Use(backend Backend) {
+	if backend == nil {
+		backend = unconnected{}
+	}
 	lock.Lock()
 	defer lock.Unlock()
 	current = backend
