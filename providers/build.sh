@@ -82,7 +82,9 @@ go_tools() {
         echo "build.sh: installing wit-bindgen-cli $wit_bindgen_version (a few minutes)" >&2
         cargo install --quiet --locked wit-bindgen-cli --version "$wit_bindgen_version"
     fi
-    cargo run --quiet --locked --manifest-path "$root/Cargo.toml" -p wasi-adapter -- "$adapter"
+    # A target directory of its own: no wait for a build of the workspace.
+    cargo run --quiet --locked --manifest-path "$root/Cargo.toml" --target-dir "$root/target/wasm-tools" \
+        -p wasi-adapter -- "$adapter"
     "$root/guest-sdk-go/generate.sh"
     go_tools_ready=1
 }
@@ -127,3 +129,4 @@ for guest in "${guests[@]}"; do packages+=(-p "$guest"); done
 cargo_guest --locked --manifest-path "$root/Cargo.toml" "${packages[@]}"
 for guest in "${guests[@]}"; do copy "$guest" "$root/target/wasm"; done
 go_guest "$root/providers/fake-go" provider-fake-go "$root/target/wasm"
+go_guest "$root/tests/guests/hostile-go" guest-hostile-go "$root/target/wasm"

@@ -139,6 +139,32 @@ macro_rules! on_both_api_servers {
     };
 }
 
+/// Makes each listed test body, an `async fn(&str)` taking the crate of a
+/// fake provider component, two tests: `rust_fake::NAME` with
+/// `provider-fake` and `go_fake::NAME` with `provider-fake-go`, the same
+/// provider written with the Go SDK.
+#[macro_export]
+macro_rules! on_both_fakes {
+    ($($test:ident),+ $(,)?) => {
+        mod rust_fake {
+            $(
+                #[::tokio::test]
+                async fn $test() {
+                    super::$test("provider-fake").await;
+                }
+            )+
+        }
+        mod go_fake {
+            $(
+                #[::tokio::test]
+                async fn $test() {
+                    super::$test("provider-fake-go").await;
+                }
+            )+
+        }
+    };
+}
+
 /// A server the tests start stopped before it answered, as when another
 /// process took its port: worth another port.
 #[derive(Debug)]

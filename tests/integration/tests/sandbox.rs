@@ -388,3 +388,50 @@ async fn a_provider_keeps_few_idle_connections_per_host() {
     let open = server.open_connections();
     assert!((1..=4).contains(&open), "{open} idle connections kept after 16 at once");
 }
+
+/// A Go provider reaches WASI through the preview1 adapter, which the host
+/// links to the same empty interfaces.
+async fn hostile_go(limits: Limits) -> ProviderHandle {
+    let mut spec = spec("hostile-go", guest("guest-hostile-go"), b"");
+    spec.limits = limits;
+    ProviderHandle::new(load(spec).await)
+}
+
+#[tokio::test]
+async fn a_go_guest_has_no_files_environment_arguments_stdin_or_sockets() {
+    let handle = hostile_go(Limits::default()).await;
+    for (attack, arg) in
+        [("file", "/etc/passwd"), ("file", "go.mod"), ("create", "/tmp/written"), ("dir", "/"), ("dir", ".")]
+    {
+        let err = run(&handle, attack, arg).await.unwrap_err();
+        assert!(
+            matches!(&err, ProviderError::Cloud(message) if message.starts_with(&format!("{attack}: "))),
+            "{attack} {arg}: {err:?}"
+        );
+    }
+    assert_eq!(run(&handle, "env", "").await.unwrap(), "0 variables, 0 arguments, HOME false \"\"");
+    assert_eq!(run(&handle, "stdin", "").await.unwrap(), "stdin 0 bytes, <nil>");
+    let err = run(&handle, "dial", "127.0.0.1:80").await.unwrap_err();
+    assert!(matches!(&err, ProviderError::Cloud(message) if message.starts_with("dial: ")), "{err:?}");
+    assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+#[tokio::test]
+async fn a_go_panic_is_reported_with_its_message_and_fails_the_call_only() {
+    let handle = hostile_go(Limits::default()).await;
+    let err = run(&handle, "panic", "the cloud is on fire").await.unwrap_err();
+    let ProviderError::Panic { message } = &err else { panic!("not a panic: {err:?}") };
+    assert!(message.starts_with("the cloud is on fire (at "), "{message}");
+    assert!(message.contains("main.go:"), "{message}");
+    assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+#[tokio::test]
+async fn a_go_loop_stops_at_its_deadline() {
+    let deadline = Duration::from_millis(300);
+    let handle = hostile_go(Limits { deadline, ..Limits::default() }).await;
+    let started = Instant::now();
+    assert_eq!(run(&handle, "spin", "").await, Err(ProviderError::DeadlineExceeded { deadline }));
+    assert!(started.elapsed() < deadline + TICK + SCHEDULING_SLACK, "{:?}", started.elapsed());
+    assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
