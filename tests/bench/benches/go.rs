@@ -80,7 +80,9 @@ fn main() -> anyhow::Result<()> {
         }
 
         println!("\n## Calls, each in a fresh instance ({PROBES} calls, one at a time)\n");
-        println!("| provider | instantiate + `name` median | p99 | instantiate + `initialize` + `exists` median | p99 |");
+        println!(
+            "| provider | instantiate + `name` median | p99 | instantiate + `initialize` + `exists` median | p99 |"
+        );
         println!("|---|---|---|---|---|");
         let mut medians = Vec::new();
         for (label, crate_name) in FAKES {

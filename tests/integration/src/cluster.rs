@@ -112,9 +112,9 @@ tokio::task_local! {
 /// [`FAKE_COMPONENT`], or else `WASM_CCM_TEST_FAKE` (`provider-fake-go` runs
 /// every end-to-end test with the Go fake), or else `provider-fake`.
 pub fn fake_component() -> String {
-    FAKE_COMPONENT.try_with(|component| (*component).to_owned()).unwrap_or_else(|_| {
-        std::env::var("WASM_CCM_TEST_FAKE").unwrap_or_else(|_| "provider-fake".to_owned())
-    })
+    FAKE_COMPONENT
+        .try_with(|component| (*component).to_owned())
+        .unwrap_or_else(|_| std::env::var("WASM_CCM_TEST_FAKE").unwrap_or_else(|_| "provider-fake".to_owned()))
 }
 
 /// The fake provider's configuration for `cloud`, with `extra` merged in.
