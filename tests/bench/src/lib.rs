@@ -96,7 +96,6 @@ pub fn wasm_ccm_run(kubeconfig: &std::path::Path) -> anyhow::Result<std::process
     Ok(command)
 }
 
-/// The benchmarks' LoadBalancer Services, `svc-0000` and on, in `default`.
 /// `count` nodes `node-0000`..., each with an internal IP.
 pub fn nodes(count: usize) -> Vec<Node> {
     (0..count)
@@ -222,6 +221,7 @@ pub mod fakes {
     }
 }
 
+/// The benchmarks' LoadBalancer Services, `svc-0000` and on, in `default`.
 pub mod services {
     use std::process::Child;
     use std::time::{Duration, Instant};
