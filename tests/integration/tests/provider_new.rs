@@ -60,7 +60,7 @@ fn conforms_as_far_as_written(dir: &Path, component: &Path) {
     std::fs::write(&fixture, "nodes: [{metadata: {name: node-a}}]\nservices: [{metadata: {name: web}, spec: {ports: [{port: 80, nodePort: 30080}]}}]\n").unwrap();
     let output = Command::new(binary())
         .args(["provider", "conformance"])
-        .arg(&component)
+        .arg(component)
         .arg("--fixture")
         .arg(&fixture)
         .output()
