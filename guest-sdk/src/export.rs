@@ -8,7 +8,8 @@ use std::thread::LocalKey;
 use crate::provider::Provider;
 use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
 use crate::wit::exports::wasm_ccm::provider as exports;
-use crate::{Error, Parts};
+use crate::wit::wasm_ccm::provider::nodes::NodeSet as LentNodes;
+use crate::{Error, NodeSet, Parts};
 
 /// The provider of one component instance, set by `initialize`.
 #[doc(hidden)]
@@ -28,13 +29,6 @@ fn provider<T: Instance>() -> Result<&'static T::Provider, Error> {
     T::slot()
         .with(|slot| slot.get().copied())
         .ok_or_else(|| Error::Other("the provider was called before `initialize`".into()))
-}
-
-/// Lets go of a call's node list without freeing it: the instance is
-/// discarded after the call, and freeing thousands of strings one by one
-/// would only cost time.
-fn discard(nodes: Vec<Node>) {
-    std::mem::forget(nodes);
 }
 
 fn part<T: Instance, P: ?Sized>(
@@ -94,16 +88,12 @@ impl<T: Instance> exports::load_balancer::Guest for Glue<T> {
         }
     }
 
-    fn ensure(cluster_name: String, service: Service, nodes: Vec<Node>) -> Result<LoadBalancerStatus, Error> {
-        let status = part::<T, _>(Provider::load_balancer)?.ensure_load_balancer(&cluster_name, &service, &nodes);
-        discard(nodes);
-        status
+    fn ensure(cluster_name: String, service: Service, nodes: &LentNodes) -> Result<LoadBalancerStatus, Error> {
+        part::<T, _>(Provider::load_balancer)?.ensure_load_balancer(&cluster_name, &service, &NodeSet::lent(nodes))
     }
 
-    fn update(cluster_name: String, service: Service, nodes: Vec<Node>) -> Result<(), Error> {
-        let updated = part::<T, _>(Provider::load_balancer)?.update_load_balancer(&cluster_name, &service, &nodes);
-        discard(nodes);
-        updated
+    fn update(cluster_name: String, service: Service, nodes: &LentNodes) -> Result<(), Error> {
+        part::<T, _>(Provider::load_balancer)?.update_load_balancer(&cluster_name, &service, &NodeSet::lent(nodes))
     }
 
     fn ensure_deleted(cluster_name: String, service: Service) -> Result<(), Error> {

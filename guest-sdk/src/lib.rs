@@ -9,8 +9,11 @@
 //! writes to the host's log through [`log`]; it has no files, environment or
 //! sockets.
 //!
-//! The host builds the provider afresh for every call, so keep state in the
-//! cloud, not in memory.
+//! [`Provider::new`] runs once per version and configuration; every call
+//! then starts from a fresh copy of the state it left, so set up clients
+//! there and keep state in the cloud, not in memory. A provider still
+//! holding a host resource when `new` returns (the standard library's file
+//! system holds the standard streams) is set up in every call instead.
 //!
 //! # A complete provider
 //!
@@ -116,11 +119,13 @@ pub mod http;
 pub mod log;
 #[cfg(not(target_family = "wasm"))]
 pub mod native;
+mod nodes;
 mod provider;
 #[doc(hidden)]
 pub mod wit;
 
 pub use error::{Error, RetryAfter};
+pub use nodes::{NodeSet, Strings};
 pub use provider::{
     Clusters, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones, default_load_balancer_name,
 };

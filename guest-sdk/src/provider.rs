@@ -5,14 +5,15 @@
 //! [`Error::NotImplemented`], so a provider overrides only what its cloud
 //! supports.
 
-use crate::Error;
 use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
+use crate::{Error, NodeSet};
 
 /// A cloud provider: `cloudprovider.Interface`.
 ///
-/// The host creates a fresh instance of the component for every call and
-/// builds the provider with [`Provider::new`] before the call, so a provider
-/// keeps nothing in memory from one call to the next.
+/// The host builds the provider with [`Provider::new`] once per version and
+/// configuration, and starts every call from a fresh copy of the instance
+/// `new` left: set-up is paid once, and nothing one call keeps in memory
+/// reaches the next.
 pub trait Provider: Sized + 'static {
     /// `ProviderName()`; also the scheme of the provider IDs it issues.
     const NAME: &'static str;
@@ -72,19 +73,20 @@ pub trait LoadBalancer {
         default_load_balancer_name(service)
     }
 
-    /// `EnsureLoadBalancer`: creates or updates the load balancer; idempotent.
+    /// `EnsureLoadBalancer`: creates or updates the load balancer, targeting
+    /// `nodes`; idempotent.
     fn ensure_load_balancer(
         &self,
         cluster_name: &str,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         let _ = (cluster_name, service, nodes);
         Err(Error::NotImplemented)
     }
 
     /// `UpdateLoadBalancer`: makes the load balancer target exactly `nodes`.
-    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<(), Error> {
+    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &NodeSet<'_>) -> Result<(), Error> {
         let _ = (cluster_name, service, nodes);
         Err(Error::NotImplemented)
     }

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
-use wasm_ccm_sdk::{Error, LoadBalancer, default_load_balancer_name, log};
+use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Service};
+use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, default_load_balancer_name, log};
 
 use crate::Aws;
 use crate::ec2::Ec2;
@@ -118,7 +118,7 @@ impl LoadBalancer for Aws {
         &self,
         _cluster_name: &str,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         if plan::is_external(service) {
             return Err(Error::ImplementedElsewhere);
@@ -171,7 +171,7 @@ impl LoadBalancer for Aws {
         Ok(status(&load_balancer))
     }
 
-    fn update_load_balancer(&self, _cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<(), Error> {
+    fn update_load_balancer(&self, _cluster_name: &str, service: &Service, nodes: &NodeSet<'_>) -> Result<(), Error> {
         if plan::is_external(service) {
             return Err(Error::ImplementedElsewhere);
         }

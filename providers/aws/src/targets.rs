@@ -3,8 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use wasm_ccm_sdk::types::Node;
-use wasm_ccm_sdk::{Error, log};
+use wasm_ccm_sdk::{Error, NodeSet, log};
 
 use crate::ec2::Ec2;
 use crate::elbv2::{Elb, Target, TargetGroup, TargetHealthDescription};
@@ -13,16 +12,16 @@ use crate::provider_id;
 /// The IDs of the running instances behind `nodes`: by provider ID, or by
 /// private DNS name (the Node's name) for Nodes without one. Nodes whose
 /// instance is not running, or not found, have none.
-pub fn running_instances(ec2: &Ec2<'_>, nodes: &[Node]) -> Result<BTreeSet<String>, Error> {
+pub fn running_instances(ec2: &Ec2<'_>, nodes: &NodeSet<'_>) -> Result<BTreeSet<String>, Error> {
     let mut ids = Vec::new();
     let mut names = Vec::new();
-    for node in nodes {
-        match node.provider_id.as_deref() {
-            Some(id) => match provider_id::instance_id(id) {
+    for (name, id) in nodes.names().iter().zip(nodes.provider_ids().iter()) {
+        match id {
+            "" => names.push(name),
+            id => match provider_id::instance_id(id) {
                 Ok(instance_id) => ids.push(instance_id),
-                Err(err) => log::warn(&format!("node {} is left out of load balancers: {err:?}", node.name)),
+                Err(err) => log::warn(&format!("node {name} is left out of load balancers: {err:?}")),
             },
-            None => names.push(node.name.as_str()),
         }
     }
     let running = ["running"];

@@ -4,8 +4,8 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use wasm_ccm_sdk::types::{IpMode, LoadBalancerIngress, LoadBalancerStatus, Node, Protocol, Service};
-use wasm_ccm_sdk::{Error, LoadBalancer, default_load_balancer_name};
+use wasm_ccm_sdk::types::{IpMode, LoadBalancerIngress, LoadBalancerStatus, Protocol, Service};
+use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, default_load_balancer_name};
 
 use crate::Fake;
 use crate::cloud::{Precondition, Stored};
@@ -46,9 +46,8 @@ struct Claim {
     load_balancer: String,
 }
 
-fn node_names(nodes: &[Node]) -> Vec<String> {
-    let mut names: Vec<String> = nodes.iter().map(|node| node.name.clone()).collect();
-    names.sort();
+fn node_names(nodes: &NodeSet<'_>) -> Vec<String> {
+    let mut names: Vec<String> = nodes.names().iter().map(str::to_owned).collect();
     names.dedup();
     names
 }
@@ -167,7 +166,7 @@ impl LoadBalancer for Fake {
         &self,
         cluster_name: &str,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         self.config.inject("load-balancer.ensure")?;
         let name = self.get_load_balancer_name(cluster_name, service);
@@ -203,7 +202,7 @@ impl LoadBalancer for Fake {
         Ok(self.status(&name, &record.address))
     }
 
-    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &[Node]) -> Result<(), Error> {
+    fn update_load_balancer(&self, cluster_name: &str, service: &Service, nodes: &NodeSet<'_>) -> Result<(), Error> {
         self.config.inject("load-balancer.update")?;
         if self.config.stateless_load_balancers {
             return Ok(());

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_cloud::{Cloud, Parts};
 use wasm_ccm_controllers::{Member, Members, Serves};
-use wasm_ccm_host::types::Parts;
 use wasm_ccm_host::{Engine, ProviderHandle};
 use wasm_ccm_reload::{
     Candidate, Location, Observers, Reloader, Reporter, Source, config_map_reference, own_pod_reference,

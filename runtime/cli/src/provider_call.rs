@@ -3,71 +3,108 @@
 //! configuration by hand.
 
 use std::io::Read;
+use std::sync::LazyLock;
 
 use anyhow::Context;
 use clap::ValueEnum;
+use clap::builder::PossibleValue;
+use heck::ToKebabCase;
 use k8s_openapi::api::core::v1::{Node, Service};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use wasm_ccm_host::types::Route;
+use wasm_ccm_cloud::{Cloud, Function, Interface, NodeSet, Route};
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
 
 use crate::ProviderArgs;
 
-/// The functions `provider call` can call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Function {
-    /// The provider's name, cluster-ID support and parts. No input.
+/// What `provider call` can call: the provider's own description, or a
+/// function of a part, named as its Go method in kebab case
+/// (`get-zone-by-provider-id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Callable {
+    /// The provider's name, cluster-ID support and parts.
     Info,
-    /// Input: `{"service": Service}`.
-    GetLoadBalancer,
-    /// Input: `{"service": Service}`.
-    GetLoadBalancerName,
-    /// Input: `{"service": Service, "nodes": [Node]}`.
-    EnsureLoadBalancer,
-    /// Input: `{"service": Service, "nodes": [Node]}`.
-    UpdateLoadBalancer,
-    /// Input: `{"service": Service}`.
-    EnsureLoadBalancerDeleted,
-    /// Input: a Node.
-    InstanceExists,
-    /// Input: a Node.
-    InstanceShutdown,
-    /// Input: a Node.
-    InstanceMetadata,
-    /// Input: a node name, as a JSON string.
-    NodeAddresses,
-    /// Input: a provider ID, as a JSON string.
-    NodeAddressesByProviderId,
-    /// Input: a node name, as a JSON string.
-    InstanceId,
-    /// Input: a node name, as a JSON string.
-    InstanceType,
-    /// Input: a provider ID, as a JSON string.
-    InstanceTypeByProviderId,
-    /// Input: a host name, as a JSON string.
-    CurrentNodeName,
-    /// Input: a provider ID, as a JSON string.
-    InstanceExistsByProviderId,
-    /// Input: a provider ID, as a JSON string.
-    InstanceShutdownByProviderId,
-    /// No input.
-    GetZone,
-    /// Input: a provider ID, as a JSON string.
-    GetZoneByProviderId,
-    /// Input: a node name, as a JSON string.
-    GetZoneByNodeName,
-    /// No input.
-    ListClusters,
-    /// Input: a cluster name, as a JSON string.
-    Master,
-    /// No input.
-    ListRoutes,
-    /// Input: `{"nameHint": string, "route": Route}`.
+    /// A function of one of the provider's parts.
+    Function(Function),
+}
+
+/// The input a function takes on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    None,
+    Service,
+    ServiceAndNodes,
+    Node,
+    NodeName,
+    ProviderId,
+    Hostname,
+    ClusterName,
+    SshKey,
     CreateRoute,
-    /// Input: a Route.
-    DeleteRoute,
+    Route,
+}
+
+impl Input {
+    /// What the input of `function` is.
+    fn of(function: Function) -> Input {
+        use Function as F;
+        match function {
+            F::ProviderName | F::Initialize | F::HasClusterId | F::SupportedParts => Input::None,
+            F::GetLoadBalancer | F::GetLoadBalancerName | F::EnsureLoadBalancerDeleted => Input::Service,
+            F::EnsureLoadBalancer | F::UpdateLoadBalancer => Input::ServiceAndNodes,
+            F::InstanceExists | F::InstanceShutdown | F::InstanceMetadata => Input::Node,
+            F::NodeAddresses | F::InstanceId | F::InstanceType | F::GetZoneByNodeName => Input::NodeName,
+            F::NodeAddressesByProviderId
+            | F::InstanceTypeByProviderId
+            | F::InstanceExistsByProviderId
+            | F::InstanceShutdownByProviderId
+            | F::GetZoneByProviderId => Input::ProviderId,
+            F::CurrentNodeName => Input::Hostname,
+            F::AddSshKeyToAllInstances => Input::SshKey,
+            F::GetZone | F::ListClusters | F::ListRoutes => Input::None,
+            F::Master => Input::ClusterName,
+            F::CreateRoute => Input::CreateRoute,
+            F::DeleteRoute => Input::Route,
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Input::None => "No input.",
+            Input::Service => r#"Input: `{"service": Service}`."#,
+            Input::ServiceAndNodes => r#"Input: `{"service": Service, "nodes": [Node]}`."#,
+            Input::Node => "Input: a Node.",
+            Input::NodeName => "Input: a node name, as a JSON string.",
+            Input::ProviderId => "Input: a provider ID, as a JSON string.",
+            Input::Hostname => "Input: a host name, as a JSON string.",
+            Input::ClusterName => "Input: a cluster name, as a JSON string.",
+            Input::SshKey => r#"Input: `{"user": string, "keyData": string}`."#,
+            Input::CreateRoute => r#"Input: `{"nameHint": string, "route": Route}`."#,
+            Input::Route => "Input: a Route.",
+        }
+    }
+}
+
+/// Every [`Callable`]: `info` and the functions of the parts.
+static CALLABLE: LazyLock<Vec<Callable>> = LazyLock::new(|| {
+    let parts = Function::ALL.iter().copied().filter(|function| function.interface() != Interface::Provider);
+    std::iter::once(Callable::Info).chain(parts.map(Callable::Function)).collect()
+});
+
+impl ValueEnum for Callable {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CALLABLE
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Callable::Info => PossibleValue::new("info").help("The provider's name, cluster-ID support and parts."),
+            Callable::Function(function) => {
+                PossibleValue::new(function.go_method().to_kebab_case()).help(Input::of(*function).help())
+            }
+        })
+    }
 }
 
 /// `provider call` flags.
@@ -75,11 +112,11 @@ pub enum Function {
 pub struct CallArgs {
     /// The function to call.
     #[arg(value_enum)]
-    pub function: Function,
+    pub function: Callable,
     /// The function's input as JSON, or `-` to read it from stdin.
     pub input: Option<String>,
     /// The cluster name passed to the provider.
-    #[arg(long, default_value = "kubernetes")]
+    #[arg(long, default_value = wasm_ccm_cloud::DEFAULT_CLUSTER_NAME)]
     pub cluster_name: String,
     /// The provider and its sandbox.
     #[command(flatten)]
@@ -95,12 +132,20 @@ struct LoadBalancerInput {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct SshKeyInput {
+    user: String,
+    key_data: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct CreateRouteInput {
     name_hint: String,
     route: Route,
 }
 
 fn parse<T: DeserializeOwned>(input: &Option<String>, function: Function) -> anyhow::Result<T> {
+    let name = function.go_method();
     let text = match input.as_deref() {
         Some("-") => {
             let mut text = String::new();
@@ -108,9 +153,9 @@ fn parse<T: DeserializeOwned>(input: &Option<String>, function: Function) -> any
             text
         }
         Some(text) => text.to_owned(),
-        None => anyhow::bail!("{function:?} needs an input; see `wasm-ccm provider call --help`"),
+        None => anyhow::bail!("{name} needs an input; see `wasm-ccm provider call --help`"),
     };
-    serde_json::from_str(&text).with_context(|| format!("invalid input for {function:?}"))
+    serde_json::from_str(&text).with_context(|| format!("invalid input for {name}"))
 }
 
 /// Loads the provider, calls the function and prints the result.
@@ -122,60 +167,114 @@ pub async fn call(args: CallArgs) -> anyhow::Result<()> {
     let engine = Engine::new(EngineSettings { allocation: wasm_ccm_host::Allocation::OnDemand, ..Default::default() })?;
     let provider = LoadedProvider::load(&engine, spec).await?;
     let handle = ProviderHandle::new(provider);
-    let output = invoke(&handle, args.function, &args.input).await?;
+    let output = match args.function {
+        Callable::Info => serde_json::to_value(handle.info())?,
+        Callable::Function(function) => invoke(&handle, function, &args.input).await?,
+    };
     println!("{}", serde_json::to_string_pretty(&output)?);
     Ok(())
 }
 
-async fn invoke(handle: &ProviderHandle, function: Function, input: &Option<String>) -> anyhow::Result<Value> {
+async fn invoke(cloud: &impl Cloud, function: Function, input: &Option<String>) -> anyhow::Result<Value> {
     use Function as F;
     let text = |input: &Option<String>| parse::<String>(input, function);
+    let info = cloud.info();
     Ok(match function {
-        F::Info => serde_json::to_value(handle.info())?,
+        // The handle has initialised the provider; these describe it.
+        F::ProviderName => json!(info.name),
+        F::Initialize => Value::Null,
+        F::HasClusterId => json!(info.has_cluster_id),
+        F::SupportedParts => serde_json::to_value(info.parts)?,
         F::GetLoadBalancer => {
-            json!(handle.get_load_balancer(&parse::<LoadBalancerInput>(input, function)?.service).await?)
+            json!(cloud.get_load_balancer(&parse::<LoadBalancerInput>(input, function)?.service).await?)
         }
         F::GetLoadBalancerName => {
-            json!(handle.get_load_balancer_name(&parse::<LoadBalancerInput>(input, function)?.service).await?)
+            json!(cloud.get_load_balancer_name(&parse::<LoadBalancerInput>(input, function)?.service).await?)
         }
         F::EnsureLoadBalancer => {
             let lb = parse::<LoadBalancerInput>(input, function)?;
-            json!(handle.ensure_load_balancer(&lb.service, &lb.nodes).await?)
+            json!(cloud.ensure_load_balancer(&lb.service, &NodeSet::of(lb.nodes)).await?)
         }
         F::UpdateLoadBalancer => {
             let lb = parse::<LoadBalancerInput>(input, function)?;
-            handle.update_load_balancer(&lb.service, &lb.nodes).await?;
+            cloud.update_load_balancer(&lb.service, &NodeSet::of(lb.nodes)).await?;
             Value::Null
         }
         F::EnsureLoadBalancerDeleted => {
-            handle.ensure_load_balancer_deleted(&parse::<LoadBalancerInput>(input, function)?.service).await?;
+            cloud.ensure_load_balancer_deleted(&parse::<LoadBalancerInput>(input, function)?.service).await?;
             Value::Null
         }
-        F::InstanceExists => json!(handle.instance_exists(&parse(input, function)?).await?),
-        F::InstanceShutdown => json!(handle.instance_shutdown(&parse(input, function)?).await?),
-        F::InstanceMetadata => serde_json::to_value(handle.instance_metadata(&parse(input, function)?).await?)?,
-        F::NodeAddresses => json!(handle.node_addresses(&text(input)?).await?),
-        F::NodeAddressesByProviderId => json!(handle.node_addresses_by_provider_id(&text(input)?).await?),
-        F::InstanceId => json!(handle.instance_id(&text(input)?).await?),
-        F::InstanceType => json!(handle.instance_type(&text(input)?).await?),
-        F::InstanceTypeByProviderId => json!(handle.instance_type_by_provider_id(&text(input)?).await?),
-        F::CurrentNodeName => json!(handle.current_node_name(&text(input)?).await?),
-        F::InstanceExistsByProviderId => json!(handle.instance_exists_by_provider_id(&text(input)?).await?),
-        F::InstanceShutdownByProviderId => json!(handle.instance_shutdown_by_provider_id(&text(input)?).await?),
-        F::GetZone => serde_json::to_value(handle.get_zone().await?)?,
-        F::GetZoneByProviderId => serde_json::to_value(handle.get_zone_by_provider_id(&text(input)?).await?)?,
-        F::GetZoneByNodeName => serde_json::to_value(handle.get_zone_by_node_name(&text(input)?).await?)?,
-        F::ListClusters => json!(handle.list_clusters().await?),
-        F::Master => json!(handle.master(&text(input)?).await?),
-        F::ListRoutes => serde_json::to_value(handle.list_routes().await?)?,
+        F::InstanceExists => json!(cloud.instance_exists(&parse(input, function)?).await?),
+        F::InstanceShutdown => json!(cloud.instance_shutdown(&parse(input, function)?).await?),
+        F::InstanceMetadata => serde_json::to_value(cloud.instance_metadata(&parse(input, function)?).await?)?,
+        F::NodeAddresses => json!(cloud.node_addresses(&text(input)?).await?),
+        F::NodeAddressesByProviderId => json!(cloud.node_addresses_by_provider_id(&text(input)?).await?),
+        F::InstanceId => json!(cloud.instance_id(&text(input)?).await?),
+        F::InstanceType => json!(cloud.instance_type(&text(input)?).await?),
+        F::InstanceTypeByProviderId => json!(cloud.instance_type_by_provider_id(&text(input)?).await?),
+        F::AddSshKeyToAllInstances => {
+            let key = parse::<SshKeyInput>(input, function)?;
+            cloud.add_ssh_key_to_all_instances(&key.user, key.key_data.as_bytes()).await?;
+            Value::Null
+        }
+        F::CurrentNodeName => json!(cloud.current_node_name(&text(input)?).await?),
+        F::InstanceExistsByProviderId => json!(cloud.instance_exists_by_provider_id(&text(input)?).await?),
+        F::InstanceShutdownByProviderId => json!(cloud.instance_shutdown_by_provider_id(&text(input)?).await?),
+        F::GetZone => serde_json::to_value(cloud.get_zone().await?)?,
+        F::GetZoneByProviderId => serde_json::to_value(cloud.get_zone_by_provider_id(&text(input)?).await?)?,
+        F::GetZoneByNodeName => serde_json::to_value(cloud.get_zone_by_node_name(&text(input)?).await?)?,
+        F::ListClusters => json!(cloud.list_clusters().await?),
+        F::Master => json!(cloud.master(&text(input)?).await?),
+        F::ListRoutes => serde_json::to_value(cloud.list_routes().await?)?,
         F::CreateRoute => {
             let create = parse::<CreateRouteInput>(input, function)?;
-            handle.create_route(&create.name_hint, &create.route).await?;
+            cloud.create_route(&create.name_hint, &create.route).await?;
             Value::Null
         }
         F::DeleteRoute => {
-            handle.delete_route(&parse(input, function)?).await?;
+            cloud.delete_route(&parse(input, function)?).await?;
             Value::Null
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use wasm_ccm_cloud::testing::TestCloud;
+
+    use super::*;
+
+    #[test]
+    fn functions_are_named_as_their_go_methods() {
+        let names: Vec<String> = Callable::value_variants()
+            .iter()
+            .filter_map(|callable| Some(callable.to_possible_value()?.get_name().to_owned()))
+            .collect();
+        for name in [
+            "info",
+            "get-load-balancer",
+            "ensure-load-balancer-deleted",
+            "node-addresses-by-provider-id",
+            "instance-id",
+            "add-ssh-key-to-all-instances",
+            "get-zone-by-node-name",
+            "list-routes",
+        ] {
+            assert!(names.iter().any(|known| known == name), "{name} in {names:?}");
+        }
+        assert!(!names.iter().any(|name| name == "initialize"), "the provider's own functions are `info`");
+        assert_eq!(names.len(), Function::ALL.len() - 3);
+    }
+
+    #[tokio::test]
+    async fn inputs_reach_the_cloud() {
+        let cloud = TestCloud::default().with_instance("node-a", "i-a", "10.0.0.1");
+        let zone = invoke(&cloud, Function::GetZoneByNodeName, &Some(r#""node-a""#.into())).await.unwrap();
+        assert_eq!(zone, json!({"failureDomain": "zone-a", "region": "region-1"}));
+        let missing = invoke(&cloud, Function::InstanceId, &None).await.unwrap_err();
+        assert_eq!(missing.to_string(), "InstanceID needs an input; see `wasm-ccm provider call --help`");
+        let service = json!({"service": {"metadata": {"name": "web", "namespace": "default"}}, "nodes": []});
+        invoke(&cloud, Function::EnsureLoadBalancer, &Some(service.to_string())).await.unwrap();
+        assert_eq!(cloud.take_calls(), ["get-zone-by-node-name node-a", "ensure default/web"], "no input, no call");
+    }
 }

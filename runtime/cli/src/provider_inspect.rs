@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn the_world_is_checked() {
-        let complete = World::of(&inspection(required_exports(), vec!["wasm-ccm:provider/http@0.1.0".into()]));
+        let complete = World::of(&inspection(required_exports(), vec!["wasm-ccm:provider/http@0.2.0".into()]));
         assert!(complete.provider && complete.problems.is_empty(), "{complete:?}");
 
         let mut exports = required_exports();
@@ -142,7 +142,7 @@ mod tests {
         assert_eq!(
             partial.problems,
             [
-                "missing export wasm-ccm:provider/routes@0.1.0",
+                "missing export wasm-ccm:provider/routes@0.2.0",
                 "imports wasi:sockets/tcp@0.2.6, which this host does not provide"
             ]
         );
@@ -155,8 +155,8 @@ mod tests {
         let text = text(&report);
         assert!(
             text.ends_with(
-                "world    wasm-ccm:provider/cloud-provider@0.1.0: not a provider: missing export \
-                 wasm-ccm:provider/routes@0.1.0\n         imports wasi:sockets/tcp@0.2.6, which this host does not provide\n"
+                "world    wasm-ccm:provider/cloud-provider@0.2.0: not a provider: missing export \
+                 wasm-ccm:provider/routes@0.2.0\n         imports wasi:sockets/tcp@0.2.6, which this host does not provide\n"
             ),
             "{text}"
         );

@@ -10,6 +10,7 @@ use clap::ArgAction;
 use ipnet::IpNet;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_cloud::Cloud;
 use wasm_ccm_controllers::{
     ClientSettings, Clients, ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Serves, Settings,
     enabled_controllers, names_route,
@@ -86,7 +87,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     /// The cluster's name, passed to the provider.
-    #[arg(long, default_value = "kubernetes")]
+    #[arg(long, default_value = wasm_ccm_cloud::DEFAULT_CLUSTER_NAME)]
     pub cluster_name: String,
     /// The cluster's pod networks, for the route controller (comma-separated
     /// for dual-stack).

@@ -140,7 +140,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             controllers: ControllerName::ALL.into_iter().collect(),
-            cluster_name: "kubernetes".to_owned(),
+            cluster_name: wasm_ccm_cloud::DEFAULT_CLUSTER_NAME.to_owned(),
             cluster_cidrs: Vec::new(),
             route_explicitly_enabled: false,
             configure_cloud_routes: true,

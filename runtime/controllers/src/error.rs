@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use wasm_ccm_host::ProviderError;
+use wasm_ccm_cloud::ProviderError;
 
 use crate::client::reachability::is_transport_error;
 use crate::node::addresses::AddressError;

@@ -4,10 +4,9 @@
 //! provider that only knows nodes by name still serves.
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
-use wasm_ccm_host::ProviderError;
-use wasm_ccm_host::types::InstanceMetadata;
+use wasm_ccm_cloud::{InstanceMetadata, ProviderError};
 
-use crate::cloud::Cloud;
+use wasm_ccm_cloud::Cloud;
 
 fn own_provider_id(node: &Node) -> Option<String> {
     node.spec.as_ref().and_then(|spec| spec.provider_id.clone()).filter(|id| !id.is_empty())
@@ -22,7 +21,7 @@ fn name(node: &Node) -> &str {
 async fn provider_id<C: Cloud>(cloud: &C, node: &Node) -> Result<String, ProviderError> {
     match own_provider_id(node) {
         Some(id) => Ok(id),
-        None => Ok(format!("{}://{}", cloud.provider_name(), cloud.instance_id(name(node)).await?)),
+        None => Ok(format!("{}://{}", cloud.info().name, cloud.instance_id(name(node)).await?)),
     }
 }
 
@@ -57,7 +56,7 @@ async fn by_id_or_name<T>(
 /// and `InvalidResult` when InstancesV2 gives no provider ID for a node
 /// without one.
 pub async fn instance_metadata<C: Cloud>(cloud: &C, node: &Node) -> Result<InstanceMetadata, ProviderError> {
-    let parts = cloud.parts();
+    let parts = cloud.info().parts;
     if parts.instances_v2 {
         let mut metadata = cloud.instance_metadata(node).await?;
         if metadata.provider_id.is_empty() {
@@ -91,9 +90,12 @@ pub async fn instance_metadata<C: Cloud>(cloud: &C, node: &Node) -> Result<Insta
         by_id_or_name(&provider_id, cloud.instance_type_by_provider_id(&provider_id), cloud.instance_type(name(node)))
             .await?;
     let (zone, region) = if parts.zones {
-        let zone =
-            by_id_or_name(&provider_id, cloud.zone_by_provider_id(&provider_id), cloud.zone_by_node_name(name(node)))
-                .await?;
+        let zone = by_id_or_name(
+            &provider_id,
+            cloud.get_zone_by_provider_id(&provider_id),
+            cloud.get_zone_by_node_name(name(node)),
+        )
+        .await?;
         (zone.failure_domain, zone.region)
     } else {
         Default::default()
@@ -114,7 +116,7 @@ pub async fn instance_metadata<C: Cloud>(cloud: &C, node: &Node) -> Result<Insta
 /// # Errors
 /// The provider's, `NotImplemented` when it supports neither instances API.
 pub async fn node_addresses<C: Cloud>(cloud: &C, node: &Node) -> Result<Vec<NodeAddress>, ProviderError> {
-    let parts = cloud.parts();
+    let parts = cloud.info().parts;
     if parts.instances_v2 {
         return Ok(cloud.instance_metadata(node).await?.node_addresses);
     }
@@ -132,7 +134,7 @@ pub async fn node_addresses<C: Cloud>(cloud: &C, node: &Node) -> Result<Vec<Node
 /// # Errors
 /// The provider's, `NotImplemented` included: the caller cannot tell.
 pub async fn instance_exists<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, ProviderError> {
-    let parts = cloud.parts();
+    let parts = cloud.info().parts;
     if parts.instances_v2 {
         return cloud.instance_exists(node).await;
     }
@@ -146,7 +148,7 @@ pub async fn instance_exists<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, P
                 tracing::warn!(node = name(node), "the cloud gives no instance ID for the node: it does not exist");
                 return Ok(false);
             }
-            Ok(id) => format!("{}://{id}", cloud.provider_name()),
+            Ok(id) => format!("{}://{id}", cloud.info().name),
             Err(ProviderError::InstanceNotFound) => return Ok(false),
             Err(err) => return Err(err),
         },
@@ -160,7 +162,7 @@ pub async fn instance_exists<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, P
 /// # Errors
 /// The provider's.
 pub async fn instance_shutdown<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, ProviderError> {
-    let parts = cloud.parts();
+    let parts = cloud.info().parts;
     if parts.instances_v2 {
         return cloud.instance_shutdown(node).await;
     }

@@ -1,6 +1,6 @@
 //! The cloud controllers of wasm-ccm, as upstream's cloud-controller-manager
-//! runs them, calling the cloud through [`Cloud`], which the sandboxed
-//! WebAssembly provider ([`wasm_ccm_host::ProviderHandle`]) implements:
+//! runs them, calling the cloud through [`wasm_ccm_cloud::Cloud`], which the
+//! sandboxed WebAssembly provider (the host's `ProviderHandle`) implements:
 //!
 //! - the **service** controller: a load balancer for every Service of type
 //!   LoadBalancer, kept in step with the nodes, repaired when it drifts;
@@ -16,7 +16,6 @@
 //! error policy.
 
 mod client;
-mod cloud;
 pub mod config;
 mod context;
 mod error;
@@ -41,7 +40,6 @@ mod workqueue;
 
 pub use client::reachability::is_transport_error;
 pub use client::{ClientError, ClientSettings, Clients};
-pub use cloud::Cloud;
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
 pub use error::Error;
 pub use events::{EventType, Events};

@@ -9,9 +9,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use wasm_ccm_host::ProviderError;
+use wasm_ccm_cloud::{Cloud, ProviderError};
 
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
 use crate::instances;
@@ -130,7 +129,7 @@ impl<C: Cloud> MonitorNode<C> {
 
 #[cfg(test)]
 mod tests {
-    use wasm_ccm_host::types::Parts;
+    use wasm_ccm_cloud::{Function, Parts};
 
     use super::*;
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
@@ -173,7 +172,7 @@ mod tests {
     #[tokio::test]
     async fn a_provider_that_cannot_tell_leaves_the_node_alone() {
         let cloud = TestCloud::default().with_instance("node-a", "i-a", "10.0.0.1");
-        cloud.fail("exists", ProviderError::NotImplemented);
+        cloud.fail(Function::InstanceExists, ProviderError::NotImplemented);
         let mut env = TestEnv::new(cloud).await;
         env.add_node(Node::test("node-a").ready(false)).await;
         monitor(&env, "node-a").await.unwrap();
@@ -194,7 +193,7 @@ mod tests {
     #[tokio::test]
     async fn a_cloud_error_leaves_the_node_for_the_next_period() {
         let cloud = TestCloud::default();
-        cloud.fail("exists", ProviderError::Cloud("throttled".into()));
+        cloud.fail(Function::InstanceExists, ProviderError::Cloud("throttled".into()));
         let mut env = TestEnv::new(cloud).await;
         env.add_node(Node::test("node-a").ready(false)).await;
         let err = monitor(&env, "node-a").await.unwrap_err();

@@ -18,9 +18,9 @@ use kube::api::Api;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_cloud::Cloud;
 
 use crate::client::{ClientError, Clients};
-use crate::cloud::Cloud;
 use crate::config::{ControllerName, Settings};
 use crate::context::Context;
 use crate::events::Events;
@@ -102,7 +102,7 @@ pub struct Member<C> {
 /// annotations carry. A provider keeps its cloud for as long as its name
 /// is in the set: a new cloud under a name already running is not picked
 /// up, so a provider is re-configured inside its cloud (see
-/// [`ProviderHandle::swap`](wasm_ccm_host::ProviderHandle::swap)).
+/// the host's `ProviderHandle::swap`).
 pub type Members<C> = BTreeMap<Arc<str>, Member<C>>;
 
 /// Runs the cloud controllers.
@@ -118,7 +118,7 @@ impl<C: Cloud> ControllerManager<C> {
     /// for everything under its own name, each controller acting with its
     /// client of `clients`.
     pub fn new(clients: impl Into<Clients>, cloud: C, settings: Settings, metrics: Metrics) -> Self {
-        let name = Arc::from(cloud.provider_name());
+        let name = Arc::from(cloud.info().name);
         let (_, providers) = watch::channel(BTreeMap::from([(name, Member { cloud, serves: Serves::everything() })]));
         Self::with_providers(clients, providers, settings, metrics)
     }
@@ -156,9 +156,9 @@ impl<C: Cloud> ControllerManager<C> {
             .providers
             .borrow()
             .values()
-            .any(|member| member.serves.load_balancers() && member.cloud.parts().load_balancer);
-        let nodes = self.serving(|serves| serves.nodes).map(|(_, cloud)| cloud.parts());
-        let routes = self.serving(|serves| serves.routes).map(|(_, cloud)| cloud.parts());
+            .any(|member| member.serves.load_balancers() && member.cloud.info().parts.load_balancer);
+        let nodes = self.serving(|serves| serves.nodes).map(|(_, cloud)| cloud.info().parts);
+        let routes = self.serving(|serves| serves.routes).map(|(_, cloud)| cloud.info().parts);
         let mut plan = Plan::default();
         for controller in self.settings.controllers.iter().copied() {
             let supported = match controller {
@@ -353,7 +353,7 @@ mod tests {
 
     use kube::api::PostParams;
     use wasm_ccm_apiserver::ApiServer;
-    use wasm_ccm_host::ProviderError;
+    use wasm_ccm_cloud::{Function, ProviderError};
 
     use super::*;
     use crate::fixtures::{ServiceFixture, TestCloud};
@@ -365,7 +365,7 @@ mod tests {
         let services = Api::<Service>::namespaced(client.clone(), "default");
         services.create(&PostParams::default(), &Service::test("web")).await.unwrap();
         let cloud = TestCloud::default();
-        cloud.fail("ensure", ProviderError::Panic { message: "a bug".into() });
+        cloud.fail(Function::EnsureLoadBalancer, ProviderError::Panic { message: "a bug".into() });
         let manager = ControllerManager::new(client, cloud, Settings::default(), Metrics::default());
         let readiness = Readiness::default();
         let running = manager.run(CancellationToken::new(), readiness.clone());
@@ -518,7 +518,7 @@ mod lanes_tests {
         until("the move", || a.load_balancer("default/web").is_none() && b.load_balancer("default/web").is_some())
             .await;
         let calls = a.take_calls();
-        assert!(calls.iter().any(|call| call == "delete default/web"), "{calls:?}");
+        assert!(calls.iter().any(|call| call == "ensure-deleted default/web"), "{calls:?}");
 
         stop.cancel();
         tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();

@@ -17,9 +17,8 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-use wasm_ccm_host::types::Route;
+use wasm_ccm_cloud::{Cloud, Route};
 
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
 use crate::runner::{All, Reconcile, Retry, Runner, Stopped, every, stopping_all_on_failure};
@@ -283,7 +282,7 @@ impl<C: Cloud> ReconcileRoutes<C> {
 mod tests {
     use k8s_openapi::api::core::v1::NodeSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use wasm_ccm_host::ProviderError;
+    use wasm_ccm_cloud::{Function, ProviderError};
 
     use super::*;
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
@@ -399,7 +398,7 @@ mod tests {
     #[tokio::test]
     async fn a_route_that_cannot_be_made_leaves_the_network_unavailable() {
         let mut env = env().await;
-        env.cloud.fail("create-route", ProviderError::Cloud("route table full".into()));
+        env.cloud.fail(Function::CreateRoute, ProviderError::Cloud("route table full".into()));
         env.add_node(Node::test("a").with_pod_cidrs(&["10.244.1.0/24"])).await;
         reconcile(&env).await;
         assert_eq!(condition(&env.node("a").await), Some(("True".to_owned(), "NoRouteCreated".to_owned())));

@@ -199,7 +199,7 @@ mod tests {
 
     use prometheus_client::registry::Registry;
     use tokio::time::Instant;
-    use wasm_ccm_host::ProviderError;
+    use wasm_ccm_cloud::ProviderError;
 
     use super::*;
 

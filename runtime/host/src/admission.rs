@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ProviderError;
 use crate::limits::Limits;
 use crate::metrics::ProviderMetrics;
 use crate::throttle::Throttle;
 use crate::usage::{Calls, Counted};
+use wasm_ccm_cloud::ProviderError;
 
 /// The call rate and the calls at once of one setting of a provider's
 /// limits.

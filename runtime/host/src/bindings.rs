@@ -13,6 +13,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     additional_derives: [PartialEq],
     with: {
+        "wasm-ccm:provider/nodes.node-set": crate::nodes::LentNodes,
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "wasi:random": wasmtime_wasi::p2::bindings::random,
@@ -20,4 +21,4 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::wasm_ccm::provider::provider::Parts;
-pub use wasm_ccm::provider::{credentials, http, log, types};
+pub use wasm_ccm::provider::{credentials, http, log, nodes, types};

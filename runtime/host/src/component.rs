@@ -3,6 +3,7 @@
 //! version, and it imports nothing the host does not provide.
 
 use sha2::{Digest as _, Sha256};
+use wasm_ccm_cloud::Interface;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
@@ -11,43 +12,19 @@ use crate::engine::Engine;
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
-pub const CONTRACT: &str = "wasm-ccm:provider@0.1.0";
+pub const CONTRACT: &str = "wasm-ccm:provider@0.2.0";
 /// The world a provider implements.
-pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.1.0";
+pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.2.0";
 const PACKAGE: &str = "wasm-ccm:provider";
-const VERSION: &str = "0.1.0";
-
-/// The interfaces a provider exports, with their functions.
-const EXPORTS: &[(&str, &[&str])] = &[
-    ("provider", &["name", "initialize", "has-cluster-id", "supported-parts"]),
-    ("load-balancer", &["get", "get-name", "ensure", "update", "ensure-deleted"]),
-    ("instances-v2", &["exists", "shutdown", "metadata"]),
-    (
-        "instances",
-        &[
-            "node-addresses",
-            "node-addresses-by-provider-id",
-            "instance-id",
-            "instance-type",
-            "instance-type-by-provider-id",
-            "add-ssh-key-to-all-instances",
-            "current-node-name",
-            "instance-exists-by-provider-id",
-            "instance-shutdown-by-provider-id",
-        ],
-    ),
-    ("zones", &["get-zone", "get-zone-by-provider-id", "get-zone-by-node-name"]),
-    ("clusters", &["list-clusters", "master"]),
-    ("routes", &["list-routes", "create-route", "delete-route"]),
-];
+const VERSION: &str = "0.2.0";
 
 /// The contract's own interfaces a provider may import.
-const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log"];
+const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log", "nodes"];
 
 /// The interfaces a provider must export, named as a component names them:
 /// `wasm-ccm:provider/<interface>@<version>`.
 pub fn required_exports() -> Vec<String> {
-    EXPORTS.iter().map(|(interface, _)| format!("{PACKAGE}/{interface}@{VERSION}")).collect()
+    Interface::ALL.iter().map(|interface| format!("{PACKAGE}/{interface}@{VERSION}")).collect()
 }
 
 /// Whether this host provides the import `name`: one of the contract's own
@@ -81,6 +58,16 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
 /// and import what a provider must.
 pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
     compile_cached(engine, bytes).map(|(component, _)| component)
+}
+
+/// Compiles `bytes` past the engine's compile cache and checks it is a
+/// provider of this contract.
+///
+/// # Errors
+/// As [`compile`].
+pub(crate) fn compile_uncached(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    check_header(bytes)?;
+    compile_checked(engine, bytes)
 }
 
 /// Compiles `bytes`, or loads them from the engine's compile cache, and
@@ -140,12 +127,12 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
     let ty = component.component_type();
     let exports: Vec<(&str, ComponentExtern<'_>)> = ty.exports(engine.wasmtime()).collect();
     let mut problems = Vec::new();
-    for (interface, functions) in EXPORTS {
+    for interface in Interface::ALL {
         let wanted = format!("{PACKAGE}/{interface}@{VERSION}");
         let found = exports.iter().find(|(name, _)| *name == wanted);
         let Some((_, item)) = found else {
             let other_version = exports.iter().find_map(|(name, _)| {
-                split_name(name).filter(|(package, iface, _)| *package == PACKAGE && iface == interface)
+                split_name(name).filter(|(package, iface, _)| *package == PACKAGE && *iface == interface.wit_name())
             });
             problems.push(match other_version {
                 Some((_, _, version)) => {
@@ -160,8 +147,8 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
             continue;
         };
         let present: Vec<&str> = instance.exports(engine.wasmtime()).map(|(name, _)| name).collect();
-        for function in functions.iter().filter(|function| !present.contains(function)) {
-            problems.push(format!("missing function {function} in {wanted}"));
+        for function in interface.functions().filter(|function| !present.contains(&function.wit_name())) {
+            problems.push(format!("missing function {} in {wanted}", function.wit_name()));
         }
     }
     if problems.is_empty() {
@@ -196,10 +183,10 @@ mod tests {
     #[test]
     fn names_what_a_provider_exports_and_may_import() {
         assert_eq!(required_exports().len(), 7);
-        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.1.0".to_owned()));
-        assert!(provides_import("wasm-ccm:provider/http@0.1.0"));
-        assert!(!provides_import("wasm-ccm:provider/http@0.2.0"));
-        assert!(!provides_import("wasm-ccm:provider/zones@0.1.0"));
+        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.2.0".to_owned()));
+        assert!(provides_import("wasm-ccm:provider/http@0.2.0"));
+        assert!(!provides_import("wasm-ccm:provider/http@0.1.0"));
+        assert!(!provides_import("wasm-ccm:provider/zones@0.2.0"));
         assert!(provides_import("wasi:io/poll@0.2.6"));
         assert!(!provides_import("wasi:sockets/tcp@0.2.6"));
         assert!(!provides_import("plain"));
@@ -208,7 +195,7 @@ mod tests {
     #[test]
     fn splits_interface_names() {
         assert_eq!(split_name("wasi:io/poll@0.2.3"), Some(("wasi:io", "poll", "0.2.3")));
-        assert_eq!(split_name("wasm-ccm:provider/http@0.1.0"), Some(("wasm-ccm:provider", "http", "0.1.0")));
+        assert_eq!(split_name("wasm-ccm:provider/http@0.2.0"), Some(("wasm-ccm:provider", "http", "0.2.0")));
         assert_eq!(split_name("plain"), None);
     }
 }

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1 as core;
 
 use crate::bindings::Parts as WitParts;
 use crate::bindings::types as wit;
-use crate::error::ProviderError;
-use crate::types::{InstanceMetadata, Parts, Route, Zone};
+use wasm_ccm_cloud::ProviderError;
+use wasm_ccm_cloud::{InstanceMetadata, Parts, Route, Zone};
 
 /// Why an object cannot be passed to a provider.
 fn invalid(what: String) -> ProviderError {
@@ -121,7 +121,7 @@ fn address_type(name: &str) -> Option<wit::NodeAddressType> {
     })
 }
 
-fn address_type_name(address_type: wit::NodeAddressType) -> &'static str {
+pub(crate) fn address_type_name(address_type: wit::NodeAddressType) -> &'static str {
     match address_type {
         wit::NodeAddressType::Hostname => "Hostname",
         wit::NodeAddressType::InternalIp => "InternalIP",
@@ -190,11 +190,6 @@ pub(crate) fn node(node: &core::Node) -> wit::Node {
             })
             .collect(),
     }
-}
-
-/// Nodes for a provider.
-pub(crate) fn nodes(nodes: &[core::Node]) -> Vec<wit::Node> {
-    nodes.iter().map(node).collect()
 }
 
 /// Addresses a provider returned, each checked.

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub use wasmtime::OptLevel;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::cache::CompileCache;
+use crate::cache::{CacheOutcome, CompileCache};
 use crate::error::LoadError;
 use crate::metrics::ProviderMetrics;
 
@@ -164,8 +164,10 @@ impl Engine {
         self.inner.cache.as_ref()
     }
 
-    /// Compiles `wasm` (or loads it from the compile cache) on a blocking
-    /// thread, one compile at a time, within the compile timeout.
+    /// Compiles `wasm` (or, when `cached`, loads it from the compile cache)
+    /// on a blocking thread, one compile at a time, within the compile
+    /// timeout. What is compiled once per load, such as a snapshot, is not
+    /// cached: the cache would only grow.
     ///
     /// # Errors
     /// When the component is too large, does not compile, or its compile
@@ -173,7 +175,8 @@ impl Engine {
     pub(crate) async fn compile(
         &self,
         wasm: Arc<[u8]>,
-    ) -> Result<(wasmtime::component::Component, crate::cache::CacheOutcome), LoadError> {
+        cached: bool,
+    ) -> Result<(wasmtime::component::Component, CacheOutcome), LoadError> {
         let limit = self.inner.settings.max_component_size;
         if wasm.len() > limit {
             return Err(LoadError::TooLarge { size: wasm.len(), limit });
@@ -190,7 +193,12 @@ impl Engine {
             let engine = self.clone();
             tokio::task::spawn_blocking(move || {
                 let _turn = turn;
-                crate::component::compile_cached(&engine, &wasm)
+                if cached {
+                    crate::component::compile_cached(&engine, &wasm)
+                } else {
+                    crate::component::compile_uncached(&engine, &wasm)
+                        .map(|compiled| (compiled, CacheOutcome::Disabled))
+                }
             })
             .await
             .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?

@@ -6,13 +6,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
+use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, NodeSet, ProviderError, ProviderInfo, Route, Zone};
 
 use crate::admission::{Admission, Admitted};
 use crate::convert;
-use crate::error::ProviderError;
-use crate::node_sets::NodeSets;
-use crate::provider::{LoadedProvider, Operation, operation};
-use crate::types::{InstanceMetadata, ProviderInfo, Route, Zone};
+use crate::provider::{LoadedProvider, Operation, lend, operation};
 use crate::usage::{Calls, Usage};
 
 /// A provider, swappable while it serves.
@@ -28,7 +26,6 @@ pub struct ProviderHandle {
     serving: Arc<ArcSwap<Serving>>,
     swapping: Arc<Mutex<()>>,
     calls: Arc<Calls>,
-    node_sets: Arc<NodeSets>,
 }
 
 /// The provider new calls go to, and how they get in.
@@ -60,7 +57,6 @@ impl ProviderHandle {
             serving: Arc::new(ArcSwap::from_pointee(Serving { provider: Arc::new(provider), admission })),
             swapping: Arc::default(),
             calls: Arc::default(),
-            node_sets: Arc::default(),
         }
     }
 
@@ -97,11 +93,6 @@ impl ProviderHandle {
         self.calls.usage(self.serving.load().provider.memory_in_use())
     }
 
-    /// What the current provider said about itself.
-    pub fn info(&self) -> ProviderInfo {
-        self.serving.load().provider.info().clone()
-    }
-
     /// Waits until the call rate and a place among the calls at once let a
     /// call in.
     async fn admit(&self) -> Result<Admitted<'_>, ProviderError> {
@@ -109,7 +100,7 @@ impl ProviderHandle {
         admission.enter(&self.calls).await
     }
 
-    async fn call<R: Send>(&self, function: &'static str, operation: Operation<R>) -> Result<R, ProviderError> {
+    async fn call<R: Send>(&self, function: Function, operation: Operation<R>) -> Result<R, ProviderError> {
         let _admitted = self.admit().await?;
         self.current().call(function, operation).await
     }
@@ -127,24 +118,22 @@ impl ProviderHandle {
     fn cluster_name(&self) -> String {
         self.serving.load().provider.cluster_name().to_owned()
     }
+}
 
-    /// `GetLoadBalancer`: the status, or `None` when there is none.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn get_load_balancer(&self, service: &Service) -> Result<Option<LoadBalancerStatus>, ProviderError> {
+impl Cloud for ProviderHandle {
+    fn info(&self) -> ProviderInfo {
+        self.serving.load().provider.info().clone()
+    }
+
+    async fn get_load_balancer(&self, service: &Service) -> Result<Option<LoadBalancerStatus>, ProviderError> {
         let (cluster, service) = (self.cluster_name(), convert::service(service)?);
         let status = self
-            .call("load-balancer.get", operation!(wasm_ccm_provider_load_balancer.call_get(cluster, service)))
+            .call(Function::GetLoadBalancer, operation!(wasm_ccm_provider_load_balancer.call_get(cluster, service)))
             .await?;
         status.map(convert::load_balancer_status).transpose()
     }
 
-    /// `GetLoadBalancerName`.
-    ///
-    /// # Errors
-    /// The sandbox's error.
-    pub async fn get_load_balancer_name(&self, service: &Service) -> Result<String, ProviderError> {
+    async fn get_load_balancer_name(&self, service: &Service) -> Result<String, ProviderError> {
         let (cluster, service) = (self.cluster_name(), convert::service(service)?);
         let operation = operation(move |bindings, store| {
             Box::pin(async move {
@@ -154,270 +143,177 @@ impl ProviderHandle {
                     .await?))
             })
         });
-        self.call("load-balancer.get-name", operation).await
+        self.call(Function::GetLoadBalancerName, operation).await
     }
 
-    /// `EnsureLoadBalancer` with the nodes it should target.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn ensure_load_balancer(
+    async fn ensure_load_balancer(
         &self,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet,
     ) -> Result<LoadBalancerStatus, ProviderError> {
-        let (cluster, service, nodes) =
-            (self.cluster_name(), convert::service(service)?, self.node_sets.convert(nodes));
-        let status = self
-            .call(
-                "load-balancer.ensure",
-                operation!(wasm_ccm_provider_load_balancer.call_ensure(cluster, service, nodes)),
-            )
-            .await?;
+        let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, nodes.clone());
+        let operation = operation(move |bindings, store| {
+            Box::pin(async move {
+                let nodes = lend(store, nodes)?;
+                bindings.wasm_ccm_provider_load_balancer().call_ensure(&mut *store, &cluster, &service, nodes).await
+            })
+        });
+        let status = self.call(Function::EnsureLoadBalancer, operation).await?;
         convert::load_balancer_status(status)
     }
 
-    /// `UpdateLoadBalancer`: target exactly `nodes`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn update_load_balancer(&self, service: &Service, nodes: &[Node]) -> Result<(), ProviderError> {
-        let (cluster, service, nodes) =
-            (self.cluster_name(), convert::service(service)?, self.node_sets.convert(nodes));
-        self.call(
-            "load-balancer.update",
-            operation!(wasm_ccm_provider_load_balancer.call_update(cluster, service, nodes)),
-        )
-        .await
+    async fn update_load_balancer(&self, service: &Service, nodes: &NodeSet) -> Result<(), ProviderError> {
+        let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, nodes.clone());
+        let operation = operation(move |bindings, store| {
+            Box::pin(async move {
+                let nodes = lend(store, nodes)?;
+                bindings.wasm_ccm_provider_load_balancer().call_update(&mut *store, &cluster, &service, nodes).await
+            })
+        });
+        self.call(Function::UpdateLoadBalancer, operation).await
     }
 
-    /// `EnsureLoadBalancerDeleted`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn ensure_load_balancer_deleted(&self, service: &Service) -> Result<(), ProviderError> {
+    async fn ensure_load_balancer_deleted(&self, service: &Service) -> Result<(), ProviderError> {
         let (cluster, service) = (self.cluster_name(), convert::service(service)?);
         self.call(
-            "load-balancer.ensure-deleted",
+            Function::EnsureLoadBalancerDeleted,
             operation!(wasm_ccm_provider_load_balancer.call_ensure_deleted(cluster, service)),
         )
         .await
     }
 
-    /// `InstanceExists`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_exists(&self, node: &Node) -> Result<bool, ProviderError> {
+    async fn instance_exists(&self, node: &Node) -> Result<bool, ProviderError> {
         let node = convert::node(node);
-        self.call("instances-v2.exists", operation!(wasm_ccm_provider_instances_v2.call_exists(node))).await
+        self.call(Function::InstanceExists, operation!(wasm_ccm_provider_instances_v2.call_exists(node))).await
     }
 
-    /// `InstanceShutdown`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_shutdown(&self, node: &Node) -> Result<bool, ProviderError> {
+    async fn instance_shutdown(&self, node: &Node) -> Result<bool, ProviderError> {
         let node = convert::node(node);
-        self.call("instances-v2.shutdown", operation!(wasm_ccm_provider_instances_v2.call_shutdown(node))).await
+        self.call(Function::InstanceShutdown, operation!(wasm_ccm_provider_instances_v2.call_shutdown(node))).await
     }
 
-    /// `InstanceMetadata`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, ProviderError> {
+    async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, ProviderError> {
         let node = convert::node(node);
-        let metadata =
-            self.call("instances-v2.metadata", operation!(wasm_ccm_provider_instances_v2.call_metadata(node))).await?;
+        let metadata = self
+            .call(Function::InstanceMetadata, operation!(wasm_ccm_provider_instances_v2.call_metadata(node)))
+            .await?;
         convert::instance_metadata(metadata)
     }
 
-    /// `NodeAddresses`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, ProviderError> {
+    async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, ProviderError> {
         let name = node_name.to_owned();
         let addresses = self
-            .call("instances.node-addresses", operation!(wasm_ccm_provider_instances.call_node_addresses(name)))
+            .call(Function::NodeAddresses, operation!(wasm_ccm_provider_instances.call_node_addresses(name)))
             .await?;
         convert::node_addresses(addresses)
     }
 
-    /// `NodeAddressesByProviderID`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn node_addresses_by_provider_id(&self, provider_id: &str) -> Result<Vec<NodeAddress>, ProviderError> {
+    async fn node_addresses_by_provider_id(&self, provider_id: &str) -> Result<Vec<NodeAddress>, ProviderError> {
         let id = provider_id.to_owned();
         let addresses = self
             .call(
-                "instances.node-addresses-by-provider-id",
+                Function::NodeAddressesByProviderId,
                 operation!(wasm_ccm_provider_instances.call_node_addresses_by_provider_id(id)),
             )
             .await?;
         convert::node_addresses(addresses)
     }
 
-    /// `InstanceID`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_id(&self, node_name: &str) -> Result<String, ProviderError> {
+    async fn instance_id(&self, node_name: &str) -> Result<String, ProviderError> {
         let name = node_name.to_owned();
-        self.call("instances.instance-id", operation!(wasm_ccm_provider_instances.call_instance_id(name))).await
+        self.call(Function::InstanceId, operation!(wasm_ccm_provider_instances.call_instance_id(name))).await
     }
 
-    /// `InstanceType`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_type(&self, node_name: &str) -> Result<String, ProviderError> {
+    async fn instance_type(&self, node_name: &str) -> Result<String, ProviderError> {
         let name = node_name.to_owned();
-        self.call("instances.instance-type", operation!(wasm_ccm_provider_instances.call_instance_type(name))).await
+        self.call(Function::InstanceType, operation!(wasm_ccm_provider_instances.call_instance_type(name))).await
     }
 
-    /// `InstanceTypeByProviderID`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_type_by_provider_id(&self, provider_id: &str) -> Result<String, ProviderError> {
+    async fn instance_type_by_provider_id(&self, provider_id: &str) -> Result<String, ProviderError> {
         let id = provider_id.to_owned();
         self.call(
-            "instances.instance-type-by-provider-id",
+            Function::InstanceTypeByProviderId,
             operation!(wasm_ccm_provider_instances.call_instance_type_by_provider_id(id)),
         )
         .await
     }
 
-    /// `AddSSHKeyToAllInstances`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn add_ssh_key_to_all_instances(&self, user: &str, key_data: &[u8]) -> Result<(), ProviderError> {
+    async fn add_ssh_key_to_all_instances(&self, user: &str, key_data: &[u8]) -> Result<(), ProviderError> {
         let (user, key) = (user.to_owned(), key_data.to_vec());
         self.call(
-            "instances.add-ssh-key-to-all-instances",
+            Function::AddSshKeyToAllInstances,
             operation!(wasm_ccm_provider_instances.call_add_ssh_key_to_all_instances(user, key)),
         )
         .await
     }
 
-    /// `CurrentNodeName`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn current_node_name(&self, hostname: &str) -> Result<String, ProviderError> {
+    async fn current_node_name(&self, hostname: &str) -> Result<String, ProviderError> {
         let hostname = hostname.to_owned();
-        self.call(
-            "instances.current-node-name",
-            operation!(wasm_ccm_provider_instances.call_current_node_name(hostname)),
-        )
-        .await
+        self.call(Function::CurrentNodeName, operation!(wasm_ccm_provider_instances.call_current_node_name(hostname)))
+            .await
     }
 
-    /// `InstanceExistsByProviderID`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_exists_by_provider_id(&self, provider_id: &str) -> Result<bool, ProviderError> {
+    async fn instance_exists_by_provider_id(&self, provider_id: &str) -> Result<bool, ProviderError> {
         let id = provider_id.to_owned();
         self.call(
-            "instances.instance-exists-by-provider-id",
+            Function::InstanceExistsByProviderId,
             operation!(wasm_ccm_provider_instances.call_instance_exists_by_provider_id(id)),
         )
         .await
     }
 
-    /// `InstanceShutdownByProviderID`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn instance_shutdown_by_provider_id(&self, provider_id: &str) -> Result<bool, ProviderError> {
+    async fn instance_shutdown_by_provider_id(&self, provider_id: &str) -> Result<bool, ProviderError> {
         let id = provider_id.to_owned();
         self.call(
-            "instances.instance-shutdown-by-provider-id",
+            Function::InstanceShutdownByProviderId,
             operation!(wasm_ccm_provider_instances.call_instance_shutdown_by_provider_id(id)),
         )
         .await
     }
 
-    /// `GetZone`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn get_zone(&self) -> Result<Zone, ProviderError> {
-        self.call("zones.get-zone", operation!(wasm_ccm_provider_zones.call_get_zone())).await.map(convert::zone)
+    async fn get_zone(&self) -> Result<Zone, ProviderError> {
+        self.call(Function::GetZone, operation!(wasm_ccm_provider_zones.call_get_zone())).await.map(convert::zone)
     }
 
-    /// `GetZoneByProviderID`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn get_zone_by_provider_id(&self, provider_id: &str) -> Result<Zone, ProviderError> {
+    async fn get_zone_by_provider_id(&self, provider_id: &str) -> Result<Zone, ProviderError> {
         let id = provider_id.to_owned();
-        self.call("zones.get-zone-by-provider-id", operation!(wasm_ccm_provider_zones.call_get_zone_by_provider_id(id)))
+        self.call(Function::GetZoneByProviderId, operation!(wasm_ccm_provider_zones.call_get_zone_by_provider_id(id)))
             .await
             .map(convert::zone)
     }
 
-    /// `GetZoneByNodeName`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn get_zone_by_node_name(&self, node_name: &str) -> Result<Zone, ProviderError> {
+    async fn get_zone_by_node_name(&self, node_name: &str) -> Result<Zone, ProviderError> {
         let name = node_name.to_owned();
-        self.call("zones.get-zone-by-node-name", operation!(wasm_ccm_provider_zones.call_get_zone_by_node_name(name)))
+        self.call(Function::GetZoneByNodeName, operation!(wasm_ccm_provider_zones.call_get_zone_by_node_name(name)))
             .await
             .map(convert::zone)
     }
 
-    /// `ListClusters`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn list_clusters(&self) -> Result<Vec<String>, ProviderError> {
-        self.call("clusters.list-clusters", operation!(wasm_ccm_provider_clusters.call_list_clusters())).await
+    async fn list_clusters(&self) -> Result<Vec<String>, ProviderError> {
+        self.call(Function::ListClusters, operation!(wasm_ccm_provider_clusters.call_list_clusters())).await
     }
 
-    /// `Master`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn master(&self, cluster_name: &str) -> Result<String, ProviderError> {
+    async fn master(&self, cluster_name: &str) -> Result<String, ProviderError> {
         let cluster = cluster_name.to_owned();
-        self.call("clusters.master", operation!(wasm_ccm_provider_clusters.call_master(cluster))).await
+        self.call(Function::Master, operation!(wasm_ccm_provider_clusters.call_master(cluster))).await
     }
 
-    /// `ListRoutes` for this cluster.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn list_routes(&self) -> Result<Vec<Route>, ProviderError> {
+    async fn list_routes(&self) -> Result<Vec<Route>, ProviderError> {
         let cluster = self.cluster_name();
         let routes =
-            self.call("routes.list-routes", operation!(wasm_ccm_provider_routes.call_list_routes(cluster))).await?;
+            self.call(Function::ListRoutes, operation!(wasm_ccm_provider_routes.call_list_routes(cluster))).await?;
         routes.into_iter().map(convert::route).collect()
     }
 
-    /// `CreateRoute`; `name_hint` is the target Node's UID.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn create_route(&self, name_hint: &str, route: &Route) -> Result<(), ProviderError> {
+    async fn create_route(&self, name_hint: &str, route: &Route) -> Result<(), ProviderError> {
         let (cluster, hint, route) = (self.cluster_name(), name_hint.to_owned(), convert::to_wit_route(route));
-        self.call("routes.create-route", operation!(wasm_ccm_provider_routes.call_create_route(cluster, hint, route)))
+        self.call(Function::CreateRoute, operation!(wasm_ccm_provider_routes.call_create_route(cluster, hint, route)))
             .await
     }
 
-    /// `DeleteRoute`.
-    ///
-    /// # Errors
-    /// The provider's error, or the sandbox's.
-    pub async fn delete_route(&self, route: &Route) -> Result<(), ProviderError> {
+    async fn delete_route(&self, route: &Route) -> Result<(), ProviderError> {
         let (cluster, route) = (self.cluster_name(), convert::to_wit_route(route));
-        self.call("routes.delete-route", operation!(wasm_ccm_provider_routes.call_delete_route(cluster, route))).await
+        self.call(Function::DeleteRoute, operation!(wasm_ccm_provider_routes.call_delete_route(cluster, route))).await
     }
 }
 

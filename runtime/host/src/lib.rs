@@ -2,10 +2,10 @@
 //! `wasm-ccm:provider` world, and runs them in a sandbox.
 //!
 //! Build an [`Engine`] once, [`LoadedProvider::load`] a provider from a
-//! [`ProviderSpec`], and call it through a [`ProviderHandle`], which takes
-//! and returns Kubernetes objects, keeps calls within the provider's rate
-//! and concurrency limits, reports their [`Usage`], and can swap in another
-//! provider while it serves.
+//! [`ProviderSpec`], and call it through a [`ProviderHandle`], which
+//! implements [`wasm_ccm_cloud::Cloud`] over Kubernetes objects, keeps
+//! calls within the provider's rate and concurrency limits, reports their
+//! [`Usage`], and can swap in another provider while it serves.
 //!
 //! Every call gets a fresh instance with a deadline that also bounds host
 //! calls, a memory limit, a fair share of the CPU when it computes for long,
@@ -26,20 +26,20 @@ pub mod http;
 pub mod limits;
 mod log;
 pub mod metrics;
-mod node_sets;
+mod nodes;
 mod provider;
+mod snapshot;
 mod throttle;
-pub mod types;
 mod usage;
 mod wasi;
 
 pub use cache::{CacheOutcome, CompileCache};
 pub use credentials::{Credentials, CredentialsError, Role, UseRefused};
 pub use engine::{Allocation, Engine, EngineSettings};
-pub use error::{LoadError, ProviderError};
+pub use error::LoadError;
 pub use handle::ProviderHandle;
 pub use http::allowlist::AllowList;
 pub use limits::{Limits, Rate};
 pub use metrics::ProviderMetrics;
-pub use provider::{LoadedProvider, ProviderSpec};
+pub use provider::{LoadedProvider, ProviderSpec, Start};
 pub use usage::Usage;

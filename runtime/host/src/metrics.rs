@@ -12,7 +12,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::cache::CacheOutcome;
-use crate::error::ProviderError;
+use wasm_ccm_cloud::ProviderError;
 
 /// Labels of a provider call.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tracing::Instrument;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasm_ccm_cloud::{Function, NodeSet, ProviderError, ProviderInfo};
+use wasmtime::component::{HasSelf, Instance, Linker, Resource, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -18,15 +19,15 @@ use crate::cache::CacheOutcome;
 use crate::compute::ComputeShare;
 use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine};
-use crate::error::{LoadError, ProviderError};
+use crate::error::LoadError;
 use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
+use crate::nodes::{LentNodes, NodesImport, NodesView};
 use crate::throttle::Throttle;
-use crate::types::ProviderInfo;
-use crate::{component, convert, wasi};
+use crate::{component, convert, snapshot, wasi};
 
 /// Everything needed to load a provider.
 #[derive(Clone)]
@@ -79,14 +80,16 @@ impl bindings::types::Host for CallState {}
 /// A function of the provider, run on an instance in its store.
 pub(crate) type Operation<R> = Box<
     dyn for<'a> FnOnce(
+            &'a Instance,
             &'a CloudProvider,
             &'a mut Store<CallState>,
         ) -> BoxFuture<'a, wasmtime::Result<Result<R, bindings::types::CloudError>>>
         + Send,
 >;
 
-/// Boxes a closure as an [`Operation`], giving it the higher-ranked
-/// signature closures cannot infer on their own.
+/// Boxes a closure calling the provider's exports as an [`Operation`],
+/// giving it the higher-ranked signature closures cannot infer on their
+/// own.
 pub(crate) fn operation<R, F>(operation: F) -> Operation<R>
 where
     F: for<'a> FnOnce(
@@ -96,7 +99,18 @@ where
         + Send
         + 'static,
 {
-    Box::new(operation)
+    Box::new(move |_, bindings, store| operation(bindings, store))
+}
+
+/// How a provider's calls start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// From a snapshot of an instance taken after `initialize`: set-up is
+    /// paid once per version and configuration.
+    FromSnapshot,
+    /// With `initialize`, in every call: the provider could not be
+    /// snapshotted.
+    Initializing,
 }
 
 /// A compiled, checked and started provider.
@@ -118,6 +132,7 @@ pub struct LoadedProvider {
     limits: Limits,
     info: ProviderInfo,
     compiled: CacheOutcome,
+    start: Start,
     /// Its guest code's share of the CPU, all calls together.
     compute: Arc<ComputeShare>,
 }
@@ -136,14 +151,14 @@ impl LoadedProvider {
                 engine.settings().max_memory
             )));
         }
-        let (compiled, cache_outcome) = engine.compile(spec.wasm.clone()).await?;
-        engine.metrics().compile(&spec.name, cache_outcome);
-        let mut linker = Linker::<CallState>::new(engine.wasmtime());
-        link(&mut linker).map_err(LoadError::engine)?;
-        let instance_pre =
-            linker.instantiate_pre(&compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
-        let pre = CloudProviderPre::new(instance_pre)
-            .map_err(|err| LoadError::WrongWorld { expected: component::CONTRACT, missing: format!("{err:#}") })?;
+        let (original, wasm) = match snapshot::instrument(&spec.wasm) {
+            Ok((_, instrumented)) => (Some(spec.wasm.clone()), Arc::from(instrumented)),
+            Err(err) => {
+                tracing::info!(provider = %spec.name, "the provider cannot be snapshotted; it is initialised in every call: {err:#}");
+                (None, spec.wasm.clone())
+            }
+        };
+        let (pre, cache_outcome) = prepare(engine, &spec.name, wasm, true).await?;
         let outbound = Outbound::new(
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
@@ -167,9 +182,25 @@ impl LoadedProvider {
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
             compiled: cache_outcome,
+            start: Start::Initializing,
         };
-        provider.info = provider.start().await.map_err(LoadError::Startup)?;
+        let (info, snapshot) = provider.start(original).await.map_err(LoadError::Startup)?;
+        provider.info = info;
+        if let Some(snapshot) = snapshot {
+            match prepare(engine, &provider.name, snapshot.into(), false).await {
+                Ok((pre, _)) => (provider.pre, provider.start) = (pre, Start::FromSnapshot),
+                Err(err) => tracing::warn!(
+                    provider = %provider.name,
+                    "the provider's snapshot does not load; it is initialised in every call: {err}"
+                ),
+            }
+        }
         Ok(provider)
+    }
+
+    /// How its calls start.
+    pub fn start_kind(&self) -> Start {
+        self.start
     }
 
     /// What the provider said about itself when it started.
@@ -219,23 +250,38 @@ impl LoadedProvider {
     }
 
     /// Asks the provider who it is, in one instance: its name, then
-    /// `initialize`, then what it supports.
-    async fn start(&self) -> Result<ProviderInfo, ProviderError> {
+    /// `initialize`, then what it supports; and, when it runs instrumented
+    /// from the component `original`, snapshots that instance for every
+    /// call to start from (`None` when it holds host resources).
+    ///
+    /// The snapshot needs what instrumenting `original` learnt of it;
+    /// instrumenting again here, which gives the same component, keeps the
+    /// operation free of borrows.
+    async fn start(&self, original: Option<Arc<[u8]>>) -> Result<(ProviderInfo, Option<Vec<u8>>), ProviderError> {
         let config = self.config.clone();
         let cluster_name = self.cluster_name.clone();
+        let name = self.name.clone();
         self.run(
             "provider.start",
             false,
-            Box::new(move |bindings, store| {
+            Box::new(move |instance, bindings, store| {
                 Box::pin(async move {
                     let provider = bindings.wasm_ccm_provider_provider();
-                    let name = provider.call_name(&mut *store).await?;
+                    let name_said = provider.call_name(&mut *store).await?;
                     if let Err(err) = provider.call_initialize(&mut *store, &config, &cluster_name).await? {
                         return Ok(Err(err));
                     }
                     let has_cluster_id = provider.call_has_cluster_id(&mut *store).await?;
                     let parts = convert::parts(provider.call_supported_parts(&mut *store).await?);
-                    Ok(Ok(ProviderInfo { name, has_cluster_id, parts }))
+                    let info = ProviderInfo { name: name_said, has_cluster_id, parts };
+                    let Some(original) = original else { return Ok(Ok((info, None))) };
+                    if !store.data().table.is_empty() {
+                        tracing::info!(provider = %name, "the provider holds host resources after initialize; it is initialised in every call");
+                        return Ok(Ok((info, None)));
+                    }
+                    let (context, _) = snapshot::instrument(&original)?;
+                    let snapshot = snapshot::snapshot(&context, store, *instance).await?;
+                    Ok(Ok((info, Some(snapshot))))
                 })
             }),
         )
@@ -247,7 +293,7 @@ impl LoadedProvider {
     pub(crate) async fn probe(&self) -> Result<(), ProviderError> {
         let name = self
             .run(
-                "provider.name",
+                Function::ProviderName.call_name(),
                 false,
                 operation(|bindings, store| {
                     Box::pin(async move { bindings.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) })
@@ -265,12 +311,8 @@ impl LoadedProvider {
     }
 
     /// Runs `operation` on a fresh, initialised instance.
-    pub(crate) async fn call<R: Send>(
-        &self,
-        function: &'static str,
-        operation: Operation<R>,
-    ) -> Result<R, ProviderError> {
-        self.run(function, true, operation).await
+    pub(crate) async fn call<R: Send>(&self, function: Function, operation: Operation<R>) -> Result<R, ProviderError> {
+        self.run(function.call_name(), self.start == Start::Initializing, operation).await
     }
 
     async fn run<R: Send>(
@@ -286,14 +328,15 @@ impl LoadedProvider {
         let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
         let mut store = self.store(origin, deadline, stderr.clone());
         let execution = async {
-            let bindings = self.pre.instantiate_async(&mut store).await?;
+            let instance = self.pre.instance_pre().instantiate_async(&mut store).await?;
+            let bindings = CloudProvider::new(&mut store, &instance)?;
             if initialize {
                 let provider = bindings.wasm_ccm_provider_provider();
                 if let Err(err) = provider.call_initialize(&mut store, &self.config, &self.cluster_name).await? {
                     return Ok(Err(err));
                 }
             }
-            operation(&bindings, &mut store).await
+            operation(&instance, &bindings, &mut store).await
         };
         // The epoch callback stops guest code at the deadline; this stops
         // host calls, such as a guest's sleep, that outlast it.
@@ -377,6 +420,32 @@ impl LoadedProvider {
     }
 }
 
+/// Compiles `wasm` (or, when `cached`, takes it from the compile cache),
+/// checks it is a provider, and links it to what the host provides.
+async fn prepare(
+    engine: &Engine,
+    name: &str,
+    wasm: Arc<[u8]>,
+    cached: bool,
+) -> Result<(CloudProviderPre<CallState>, CacheOutcome), LoadError> {
+    let (compiled, cache_outcome) = engine.compile(wasm, cached).await?;
+    if cached {
+        engine.metrics().compile(name, cache_outcome);
+    }
+    let mut linker = Linker::<CallState>::new(engine.wasmtime());
+    link(&mut linker).map_err(LoadError::engine)?;
+    let instance_pre =
+        linker.instantiate_pre(&compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
+    let pre = CloudProviderPre::new(instance_pre)
+        .map_err(|err| LoadError::WrongWorld { expected: component::CONTRACT, missing: format!("{err:#}") })?;
+    Ok((pre, cache_outcome))
+}
+
+/// Lends `nodes` to the call of `store`, for as long as the store lives.
+pub(crate) fn lend(store: &mut Store<CallState>, nodes: NodeSet) -> wasmtime::Result<Resource<LentNodes>> {
+    Ok(store.data_mut().table.push(LentNodes(nodes))?)
+}
+
 /// A call's resource table, capped so that a guest cannot fill the host's
 /// memory with handles the memory limit does not see.
 fn resource_table() -> ResourceTable {
@@ -394,6 +463,7 @@ fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         &mut state.credentials
     })?;
     bindings::log::add_to_linker::<CallState, HasSelf<LogImport>>(linker, |state| &mut state.log)?;
+    bindings::nodes::add_to_linker::<CallState, NodesImport>(linker, |state| NodesView(&mut state.table))?;
     Ok(())
 }
 

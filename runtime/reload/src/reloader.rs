@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, warn};
-use wasm_ccm_host::types::ProviderInfo;
+use wasm_ccm_cloud::{Cloud, ProviderInfo};
 use wasm_ccm_host::{Credentials, Engine, LoadError, LoadedProvider, ProviderHandle, ProviderSpec};
 
 use crate::status::{ProviderStatus, Rejection, StatusBoard};

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use wasm_ccm_bench::{Samples, fakes, micros, nodes, service};
+use wasm_ccm_cloud::{Cloud, NodeSet};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{Engine, EngineSettings, Limits, component};
 use wasm_ccm_tests::guest;
@@ -55,7 +56,7 @@ async fn ensure(engine: &Engine, component: &str, node_count: usize) -> anyhow::
     let cloud = FakeCloud::start().await?;
     let config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.18.0.0/16"]});
     let handle = fakes::load(engine, component, config, Some(&cloud), Limits::default()).await?;
-    let (service, nodes) = (service(), nodes(node_count));
+    let (service, nodes) = (service(), NodeSet::of(nodes(node_count)));
     let mut samples = Vec::with_capacity(ENSURES);
     handle.ensure_load_balancer(&service, &nodes).await?;
     for _ in 0..ENSURES {

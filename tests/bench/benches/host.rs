@@ -1,15 +1,17 @@
 //! The provider host: instantiation plus a trivial call with pooling and
 //! on-demand allocation; ensure-load-balancer with 1, 100 and 1000 nodes
 //! through the fake provider component against the same provider compiled
-//! natively; memory per live instance.
+//! natively; a call's cost beside the size of the provider's configuration
+//! (set-up runs once, not per call); memory per live instance.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use provider_fake::Fake;
 use serde_json::json;
 use wasm_ccm_bench::{Samples, fakes, micros, nodes, service};
+use wasm_ccm_cloud::{Cloud, NodeSet};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
@@ -19,12 +21,44 @@ use wasm_ccm_sdk::{LoadBalancer, Provider};
 const PROBES: usize = 5000;
 const ENSURES: usize = 500;
 const LIVE_INSTANCES: usize = 200;
+const CONFIGURED_CALLS: usize = 500;
 
 /// Instantiation plus `name()`, the cheapest call.
 async fn instantiate(allocation: Allocation) -> anyhow::Result<Samples> {
     let engine = Engine::new(EngineSettings { allocation, ..EngineSettings::default() })?;
     let handle = fakes::load(&engine, "provider-fake", json!({}), None, Limits::default()).await?;
     fakes::timed(PROBES, async || Ok(handle.probe().await?)).await
+}
+
+/// The fake provider's configuration listing `count` instances.
+fn instances(count: usize) -> serde_json::Value {
+    let instances: Vec<_> = (0..count)
+        .map(|i| {
+            json!({
+                "name": format!("node-{i}"),
+                "id": format!("i-{i}"),
+                "zone": "zone-a",
+                "region": "region-a",
+                "addresses": [{"type": "InternalIP", "address": format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)}],
+            })
+        })
+        .collect();
+    json!({ "instances": instances })
+}
+
+/// Loading the fake provider configured with `count` instances, then
+/// `instance-exists-by-provider-id`, which needs the parsed configuration.
+async fn configured(engine: &Engine, count: usize) -> anyhow::Result<(Duration, Samples)> {
+    let started = Instant::now();
+    let handle = fakes::load(engine, "provider-fake", instances(count), None, Limits::default()).await?;
+    let load = started.elapsed();
+    let mut samples = Vec::with_capacity(CONFIGURED_CALLS);
+    for _ in 0..CONFIGURED_CALLS {
+        let started = Instant::now();
+        anyhow::ensure!(handle.instance_exists_by_provider_id("fake://i-0").await?);
+        samples.push(started.elapsed());
+    }
+    Ok((load, Samples::new(samples)))
 }
 
 /// Sends the natively running provider's requests with reqwest, as the
@@ -123,6 +157,7 @@ async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, 
     let (service, nodes) = (service(), nodes(node_count));
     let (sdk_service, sdk_nodes): (sdk::Service, Vec<sdk::Node>) =
         (sdk_service(), nodes.iter().map(sdk_node).collect());
+    let nodes = NodeSet::of(nodes);
     handle.ensure_load_balancer(&service, &nodes).await?;
 
     let mut component = Vec::with_capacity(ENSURES);
@@ -136,6 +171,7 @@ async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, 
         let (config, sdk_service, sdk_nodes) = (config.clone(), sdk_service.clone(), sdk_nodes.clone());
         native_runs.push(
             tokio::task::spawn_blocking(move || {
+                let sdk_nodes = wasm_ccm_sdk::NodeSet::of(sdk_nodes);
                 let started = Instant::now();
                 let fake = Fake::new(&config, "bench").expect("the native provider starts");
                 fake.ensure_load_balancer("bench", &sdk_service, &sdk_nodes).expect("native ensure");
@@ -170,6 +206,16 @@ fn main() -> anyhow::Result<()> {
             let extra = component.median().saturating_sub(native.median());
             println!("| {count} | {} | {} | {} |", micros(component.median()), micros(native.median()), micros(extra));
         }
+
+        println!("\n## A call beside the provider's configuration ({CONFIGURED_CALLS} calls each)\n");
+        println!("| instances configured | load (compile cached) | call median | call p99 |\n|---|---|---|---|");
+        let mut medians = Vec::new();
+        for count in [1, 2000] {
+            let (load, calls) = configured(&engine, count).await?;
+            println!("| {count} | {} | {} | {} |", micros(load), micros(calls.median()), micros(calls.p99()));
+            medians.push(calls.median().as_secs_f64());
+        }
+        println!("\nCall median with 2000 instances / with 1: {:.2}", medians[1] / medians[0]);
 
         let per_instance = fakes::memory_per_instance(&engine, "provider-fake", LIVE_INSTANCES).await?;
         let reserved = engine.settings().max_memory;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use wasm_ccm_bench::{Samples, cpu_time};
+use wasm_ccm_cloud::Cloud;
 use wasm_ccm_distribution::{SigningKey, Verification, sign_bytes, verify_bytes};
 use wasm_ccm_host::engine::OptLevel;
 use wasm_ccm_host::{CacheOutcome, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};

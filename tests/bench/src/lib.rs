@@ -148,6 +148,7 @@ pub mod fakes {
     use std::time::{Duration, Instant};
 
     use serde_json::{Value, json};
+    use wasm_ccm_cloud::Cloud;
     use wasm_ccm_fake_cloud::FakeCloud;
     use wasm_ccm_host::{Engine, Limits, LoadedProvider, ProviderHandle};
     use wasm_ccm_tests::{allow, guest, spec};

@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePo
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use tracing_subscriber::fmt::format::FmtSpan;
-use wasm_ccm_host::types::Route;
-use wasm_ccm_host::{Credentials, ProviderError, ProviderHandle, Role};
+use wasm_ccm_cloud::{Cloud as _, NodeSet, ProviderError, Route};
+use wasm_ccm_host::{Credentials, ProviderHandle, Role};
 use wasm_ccm_tests::canned_aws::CannedAws;
 use wasm_ccm_tests::moto::{LoadBalancing, Moto, REGION, Seed};
 use wasm_ccm_tests::{CapturedLogs, allow, guest, load, spec};
@@ -246,7 +246,7 @@ async fn load_balancer_lifecycle() {
         cloud.node("terminated", true),
         node("ip-10-9-9-9.eu-west-1.compute.internal", None),
     ];
-    let status = handle.ensure_load_balancer(&web, &nodes).await.unwrap();
+    let status = handle.ensure_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap();
     let state = cloud.state();
     assert_eq!(state.load_balancers.len(), 1);
     let lb = &state.load_balancers[0];
@@ -283,21 +283,21 @@ async fn load_balancer_lifecycle() {
     assert!(state.listeners.iter().all(|listener| listener.tags == service_tags() && listener.load_balancer == lb.arn));
 
     // Again: nothing new, nothing changed.
-    assert_eq!(handle.ensure_load_balancer(&web, &nodes).await.unwrap(), status);
+    assert_eq!(handle.ensure_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap(), status);
     assert_eq!(cloud.state(), state, "ensure is idempotent");
 
     // Update: exactly the given Nodes' running instances.
-    handle.update_load_balancer(&web, &nodes[..1]).await.unwrap();
+    handle.update_load_balancer(&web, &NodeSet::of(nodes[..1].to_vec())).await.unwrap();
     assert!(cloud.state().target_groups.iter().all(|group| group.targets == [(a.clone(), group.port)]));
-    handle.update_load_balancer(&web, &nodes).await.unwrap();
+    handle.update_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap();
     assert_eq!(cloud.state(), state, "back to both running instances");
-    handle.update_load_balancer(&web, &[]).await.unwrap();
+    handle.update_load_balancer(&web, &NodeSet::of([])).await.unwrap();
     assert!(cloud.state().target_groups.iter().all(|group| group.targets.is_empty()));
 
     // A new node port replaces the target group behind the same listener; a
     // removed port loses its listener and target group; a new one gains them.
     let changed = service(&[("TCP", 80, 30081), ("TCP", 443, 30443)], &[]);
-    handle.ensure_load_balancer(&changed, &nodes).await.unwrap();
+    handle.ensure_load_balancer(&changed, &NodeSet::of(nodes.clone())).await.unwrap();
     let after = cloud.state();
     assert_eq!(after.load_balancers, state.load_balancers);
     let ports: Vec<(u16, &str)> =
@@ -325,7 +325,7 @@ async fn load_balancer_lifecycle() {
             &json!({"listener": dropped.arn, "group": dropped.target_group, "kept": kept_group.arn, "target": a}),
         )
         .unwrap();
-    handle.ensure_load_balancer(&changed, &nodes).await.unwrap();
+    handle.ensure_load_balancer(&changed, &NodeSet::of(nodes.clone())).await.unwrap();
     let repaired = cloud.state();
     let ports: Vec<(u16, &str)> =
         repaired.listeners.iter().map(|listener| (listener.port, listener.protocol.as_str())).collect();
@@ -339,7 +339,7 @@ async fn load_balancer_lifecycle() {
     assert!(gone.load_balancers.is_empty() && gone.target_groups.is_empty() && gone.listeners.is_empty(), "{gone:?}");
     handle.ensure_load_balancer_deleted(&changed).await.unwrap();
     assert_eq!(handle.get_load_balancer(&changed).await.unwrap(), None);
-    let message = cloud_error(handle.update_load_balancer(&changed, &nodes).await);
+    let message = cloud_error(handle.update_load_balancer(&changed, &NodeSet::of(nodes.clone())).await);
     assert!(message.contains("does not exist"), "{message}");
 }
 
@@ -349,14 +349,14 @@ async fn internal_annotation_and_scheme_changes() {
     let handle = &cloud.handle;
     let nodes = [cloud.node("running-a", false)];
     let internal = service(&[("TCP", 80, 30080)], &[(INTERNAL, "true")]);
-    handle.ensure_load_balancer(&internal, &nodes).await.unwrap();
+    handle.ensure_load_balancer(&internal, &NodeSet::of(nodes.clone())).await.unwrap();
     let state = cloud.state();
     assert_eq!(state.load_balancers.len(), 1);
     assert_eq!(state.load_balancers[0].scheme, "internal");
 
     // AWS cannot change a scheme: the load balancer is replaced.
     let public = service(&[("TCP", 80, 30080)], &[(INTERNAL, "false")]);
-    let status = handle.ensure_load_balancer(&public, &nodes).await.unwrap();
+    let status = handle.ensure_load_balancer(&public, &NodeSet::of(nodes.clone())).await.unwrap();
     let replaced = cloud.state();
     assert_eq!(replaced.load_balancers.len(), 1);
     assert_eq!(replaced.load_balancers[0].scheme, "internet-facing");
@@ -367,7 +367,10 @@ async fn internal_annotation_and_scheme_changes() {
 
     // Another controller's Service is left alone.
     let external = service(&[("TCP", 80, 30080)], &[("service.beta.kubernetes.io/aws-load-balancer-type", "external")]);
-    assert_eq!(handle.ensure_load_balancer(&external, &nodes).await, Err(ProviderError::ImplementedElsewhere));
+    assert_eq!(
+        handle.ensure_load_balancer(&external, &NodeSet::of(nodes.clone())).await,
+        Err(ProviderError::ImplementedElsewhere)
+    );
     assert_eq!(handle.get_load_balancer(&external).await.unwrap(), None);
     assert_eq!(cloud.state(), replaced);
 }
@@ -376,7 +379,7 @@ async fn internal_annotation_and_scheme_changes() {
 async fn leftover_target_groups_are_deleted_with_the_service() {
     let cloud = cloud().await;
     let web = service(&[("TCP", 80, 30080), ("TCP", 443, 30443)], &[]);
-    cloud.handle.ensure_load_balancer(&web, &[cloud.node("running-a", false)]).await.unwrap();
+    cloud.handle.ensure_load_balancer(&web, &NodeSet::of([cloud.node("running-a", false)])).await.unwrap();
     let state = cloud.state();
     assert_eq!(state.target_groups.len(), 2);
     // The load balancer deleted by hand leaves its target groups; a group of
@@ -507,7 +510,7 @@ async fn throttling_server_errors_and_malformed_answers() {
     assert!(message.contains("HTTP 500") && message.contains("500 Internal Server Error"), "{message}");
 
     canned.answer(502, "upstream connect error or disconnect/reset before headers");
-    let message = cloud_error(handle.ensure_load_balancer(&web, std::slice::from_ref(&a)).await);
+    let message = cloud_error(handle.ensure_load_balancer(&web, &NodeSet::of([a.clone()])).await);
     assert!(message.contains("HTTP 502") && message.contains("upstream connect error"), "{message}");
 
     canned.answer(200, "<DescribeInstancesResponse><reservationSet><item><instancesSet><item><instanceId>i-1");
@@ -519,7 +522,7 @@ async fn throttling_server_errors_and_malformed_answers() {
     assert_eq!(message, "AWS Unavailable: The server is overloaded. (DescribeInstances)");
 
     canned.answer(400, "<ErrorResponse><Error><Code>InvalidSubnet</Code><Message>Subnet subnet-1 is not in the VPC</Message></Error></ErrorResponse>");
-    let message = cloud_error(handle.ensure_load_balancer(&web, &[]).await);
+    let message = cloud_error(handle.ensure_load_balancer(&web, &NodeSet::of([])).await);
     assert!(message.starts_with("AWS InvalidSubnet: Subnet subnet-1 is not in the VPC"), "{message}");
 
     // The host keeps serving, and a good answer is read.

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
+use wasm_ccm_cloud::{Cloud, NodeSet, Parts, ProviderError, Route};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::types::{Parts, Route};
-use wasm_ccm_host::{ProviderError, ProviderHandle};
+use wasm_ccm_host::ProviderHandle;
 use wasm_ccm_tests::{allow, guest, load, on_both_fakes, spec};
 
 fn config(cloud: &FakeCloud, faults: serde_json::Value) -> Vec<u8> {
@@ -109,15 +109,19 @@ async fn stateless_load_balancers_need_no_cloud(component: &str) {
     let ip = |status: &k8s_openapi::api::core::v1::LoadBalancerStatus| {
         status.ingress.as_ref().and_then(|ingress| ingress[0].ip.clone()).unwrap_or_default()
     };
-    let ensured = handle.ensure_load_balancer(&web, &[node("node-a", None)]).await.unwrap();
+    let ensured = handle.ensure_load_balancer(&web, &NodeSet::of([node("node-a", None)])).await.unwrap();
     assert!(ip(&ensured).starts_with("203.0.113."), "{ensured:?}");
-    assert_eq!(handle.ensure_load_balancer(&web, &[]).await.unwrap(), ensured, "derived from the UID, the same again");
+    assert_eq!(
+        handle.ensure_load_balancer(&web, &NodeSet::of([])).await.unwrap(),
+        ensured,
+        "derived from the UID, the same again"
+    );
     assert_eq!(handle.get_load_balancer(&web).await.unwrap(), Some(ensured.clone()));
-    handle.update_load_balancer(&web, &[]).await.unwrap();
+    handle.update_load_balancer(&web, &NodeSet::of([])).await.unwrap();
     handle.ensure_load_balancer_deleted(&web).await.unwrap();
-    let pinned = handle.ensure_load_balancer(&service("uid-2", Some("203.0.113.9")), &[]).await.unwrap();
+    let pinned = handle.ensure_load_balancer(&service("uid-2", Some("203.0.113.9")), &NodeSet::of([])).await.unwrap();
     assert_eq!(ip(&pinned), "203.0.113.9");
-    let outside = handle.ensure_load_balancer(&service("uid-3", Some("192.0.2.1")), &[]).await;
+    let outside = handle.ensure_load_balancer(&service("uid-3", Some("192.0.2.1")), &NodeSet::of([])).await;
     assert!(matches!(outside, Err(ProviderError::Cloud(message)) if message.contains("not an address of the pool")));
 }
 
@@ -182,19 +186,19 @@ async fn load_balancer_lifecycle(component: &str) {
     assert_eq!(handle.get_load_balancer_name(&web).await.unwrap(), "a0f1e2d3c4b5a69788796a5b4c3d2e1f");
 
     let nodes = [node("node-a", None), node("node-b", None)];
-    let status = handle.ensure_load_balancer(&web, &nodes).await.unwrap();
+    let status = handle.ensure_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap();
     let ingress = status.ingress.clone().unwrap();
     let ip = ingress[0].ip.clone().unwrap();
     assert!(ip.starts_with("203.0.113."), "{ip}");
     assert_eq!(ingress[0].ip_mode.as_deref(), Some("VIP"));
     assert_eq!(handle.get_load_balancer(&web).await.unwrap(), Some(status.clone()));
-    assert_eq!(handle.ensure_load_balancer(&web, &nodes).await.unwrap(), status, "idempotent");
+    assert_eq!(handle.ensure_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap(), status, "idempotent");
 
     let stored = cloud.objects("load-balancers");
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].value["nodes"], json!(["node-a", "node-b"]));
     assert_eq!(stored[0].value["service"], "shop/web");
-    handle.update_load_balancer(&web, &nodes[..1]).await.unwrap();
+    handle.update_load_balancer(&web, &NodeSet::of(nodes[..1].to_vec())).await.unwrap();
     assert_eq!(cloud.objects("load-balancers")[0].value["nodes"], json!(["node-a"]));
 
     handle.ensure_load_balancer_deleted(&web).await.unwrap();
@@ -202,7 +206,7 @@ async fn load_balancer_lifecycle(component: &str) {
     assert!(cloud.objects("load-balancers").is_empty());
     assert!(cloud.objects("addresses").is_empty(), "the address went back to the pool");
     handle.ensure_load_balancer_deleted(&web).await.unwrap();
-    let err = handle.update_load_balancer(&web, &nodes).await.unwrap_err();
+    let err = handle.update_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap_err();
     assert!(matches!(&err, ProviderError::Cloud(message) if message.contains("does not exist")), "{err}");
 }
 
@@ -210,21 +214,21 @@ async fn load_balancer_addresses_come_from_the_pool(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
     let handle = fake(component, &cloud, json!({})).await;
     let wanted = service("uid-wanted", Some("203.0.113.9"));
-    let status = handle.ensure_load_balancer(&wanted, &[]).await.unwrap();
+    let status = handle.ensure_load_balancer(&wanted, &NodeSet::of([])).await.unwrap();
     assert_eq!(status.ingress.unwrap()[0].ip.as_deref(), Some("203.0.113.9"));
     let thief = service("uid-thief", Some("203.0.113.9"));
-    assert!(handle.ensure_load_balancer(&thief, &[]).await.is_err(), "taken");
+    assert!(handle.ensure_load_balancer(&thief, &NodeSet::of([])).await.is_err(), "taken");
     let outside = service("uid-outside", Some("198.51.100.1"));
-    assert!(handle.ensure_load_balancer(&outside, &[]).await.is_err(), "outside the pool");
+    assert!(handle.ensure_load_balancer(&outside, &NodeSet::of([])).await.is_err(), "outside the pool");
 
     // A /28 has 14 usable addresses: one is taken, 13 more fit, then none.
     let mut addresses = std::collections::BTreeSet::from(["203.0.113.9".to_owned()]);
     for i in 0..13 {
-        let status = handle.ensure_load_balancer(&service(&format!("uid-{i}"), None), &[]).await.unwrap();
+        let status = handle.ensure_load_balancer(&service(&format!("uid-{i}"), None), &NodeSet::of([])).await.unwrap();
         addresses.insert(status.ingress.unwrap()[0].ip.clone().unwrap());
     }
     assert_eq!(addresses.len(), 14, "all distinct");
-    let err = handle.ensure_load_balancer(&service("uid-one-too-many", None), &[]).await.unwrap_err();
+    let err = handle.ensure_load_balancer(&service("uid-one-too-many", None), &NodeSet::of([])).await.unwrap_err();
     assert!(matches!(&err, ProviderError::Cloud(message) if message.contains("exhausted")), "{err}");
 }
 
@@ -257,7 +261,7 @@ async fn injected_faults(component: &str) {
     let handle = fake(component, &cloud, faults).await;
     let web = service("uid-web", None);
     assert_eq!(
-        handle.ensure_load_balancer(&web, &[]).await,
+        handle.ensure_load_balancer(&web, &NodeSet::of([])).await,
         Err(ProviderError::Retry { delay: Duration::from_millis(1500), message: "quota refill".into() })
     );
     assert_eq!(handle.ensure_load_balancer_deleted(&web).await, Err(ProviderError::Cloud("cloud is down".into())));

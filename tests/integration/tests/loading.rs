@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadError, LoadedProvider, ProviderError};
+use wasm_ccm_cloud::ProviderError;
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadError, LoadedProvider};
 use wasm_ccm_tests::{engine, guest, spec};
 
 async fn load_error(wasm: &[u8], config: &[u8]) -> LoadError {
@@ -39,23 +40,22 @@ async fn a_component_of_another_world() {
     let err = load_error(&guest("guest-other-world"), b"").await;
     let LoadError::WrongWorld { missing, .. } = &err else { panic!("{err:?}") };
     for interface in ["provider", "load-balancer", "instances-v2", "instances", "zones", "clusters", "routes"] {
-        assert!(missing.contains(&format!("missing export wasm-ccm:provider/{interface}@0.1.0")), "{missing}");
+        assert!(missing.contains(&format!("missing export wasm-ccm:provider/{interface}@0.2.0")), "{missing}");
     }
 }
 
+/// A provider built against the first contract, which took nodes by value.
 #[tokio::test]
 async fn another_contract_version() {
     let component = wat::parse_str(
         r#"(component
             (instance $provider)
-            (export "wasm-ccm:provider/provider@0.2.0" (instance $provider)))"#,
+            (export "wasm-ccm:provider/provider@0.1.0" (instance $provider)))"#,
     )
     .unwrap();
-    let err = load_error(&component, b"").await;
-    assert!(
-        err.to_string().contains("exports wasm-ccm:provider/provider@0.2.0, built against another contract version"),
-        "{err}"
-    );
+    let err = load_error(&component, b"").await.to_string();
+    assert!(err.contains("not a wasm-ccm provider (contract wasm-ccm:provider@0.2.0)"), "{err}");
+    assert!(err.contains("exports wasm-ccm:provider/provider@0.1.0, built against another contract version"), "{err}");
 }
 
 #[tokio::test]

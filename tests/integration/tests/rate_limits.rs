@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prometheus_client::registry::Registry;
-use wasm_ccm_host::{Limits, LoadedProvider, ProviderError, ProviderHandle, Rate};
+use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
+use wasm_ccm_host::{Limits, LoadedProvider, ProviderHandle, Rate};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, engine, guest, load, spec};
 
@@ -49,7 +50,7 @@ fn requests(count: usize, server: &EchoServer) -> Service {
 
 /// Makes `count` requests to `server` in one call; what the guest saw.
 async fn send(handle: &ProviderHandle, count: usize, server: &EchoServer) -> Result<String, ProviderError> {
-    let status = handle.ensure_load_balancer(&requests(count, server), &[]).await?;
+    let status = handle.ensure_load_balancer(&requests(count, server), &NodeSet::of([])).await?;
     Ok(status.ingress.unwrap_or_default().remove(0).hostname.unwrap_or_default())
 }
 

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderError, ProviderHandle, Role};
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
 
@@ -40,12 +41,42 @@ fn attack(kind: &str, arg: &str) -> Service {
 
 /// Runs an attack; `Ok` carries what the guest observed.
 async fn run(handle: &ProviderHandle, kind: &str, arg: &str) -> Result<String, ProviderError> {
-    let status = handle.ensure_load_balancer(&attack(kind, arg), &[]).await?;
+    let status = handle.ensure_load_balancer(&attack(kind, arg), &NodeSet::of([])).await?;
     Ok(status.ingress.unwrap_or_default().remove(0).hostname.unwrap_or_default())
 }
 
 async fn assert_still_serves(handle: &ProviderHandle) {
     assert_eq!(run(handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+/// The hostile provider, loaded with `config`.
+async fn hostile_configured(config: &[u8]) -> ProviderHandle {
+    ProviderHandle::new(load(spec("hostile", guest("guest-hostile"), config)).await)
+}
+
+#[tokio::test]
+async fn every_call_starts_from_the_state_initialize_left_once() {
+    let handle = hostile_configured(b"").await;
+    let first = run(&handle, "born", "").await.unwrap();
+    assert!(first.starts_with("born "), "{first}");
+    for _ in 0..3 {
+        assert_eq!(run(&handle, "born", "").await.unwrap(), first);
+    }
+    // What one call changes is not seen by the next.
+    run(&handle, "grow", "8").await.unwrap();
+    assert_eq!(run(&handle, "born", "").await.unwrap(), first);
+    // Loaded again, the provider initialises again.
+    let reloaded = hostile_configured(b"").await;
+    assert_ne!(run(&reloaded, "born", "").await.unwrap(), first);
+}
+
+#[tokio::test]
+async fn a_provider_holding_host_resources_after_initialize_initialises_in_every_call() {
+    let handle = hostile_configured(b"hold-a-resource-on-initialize").await;
+    let first = run(&handle, "born", "").await.unwrap();
+    let second = run(&handle, "born", "").await.unwrap();
+    assert!(first.starts_with("born ") && second.starts_with("born "), "{first} / {second}");
+    assert_ne!(first, second);
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use wasm_ccm_host::{ProviderError, ProviderHandle};
+use wasm_ccm_cloud::{Function, ProviderError};
+use wasm_ccm_host::ProviderHandle;
 
 /// Attempts of one call while the provider answers `retry`.
 const ATTEMPTS: usize = 5;
@@ -14,8 +15,8 @@ const LONGEST_WAIT: Duration = Duration::from_secs(10);
 /// One attempt of a call.
 #[derive(Debug, Clone)]
 pub struct Call {
-    /// The WIT function, `load-balancer.ensure` and so on.
-    pub function: &'static str,
+    /// The function called.
+    pub function: Function,
     /// How long it took.
     pub time: Duration,
     /// Its error, if it failed.
@@ -52,7 +53,7 @@ impl Calls {
     /// The last attempt's error.
     pub async fn run<T>(
         &self,
-        function: &'static str,
+        function: Function,
         call: impl AsyncFn(&ProviderHandle) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
         let mut attempt = 1;

@@ -4,8 +4,8 @@
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wasm_ccm_host::ProviderError;
-use wasm_ccm_host::types::InstanceMetadata;
+
+use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, ProviderError};
 
 use super::Suite;
 use super::validate;
@@ -20,7 +20,7 @@ pub async fn v2_checks(suite: &mut Suite<'_>) {
     let unknown = unknown_node(&fixture.unknown_node);
     report
         .check("instances-v2/unknown-node/exists", async {
-            match calls.run("instances-v2.exists", async |p| p.instance_exists(&unknown).await).await {
+            match calls.run(Function::InstanceExists, async |p| p.instance_exists(&unknown).await).await {
                 Ok(false) => Ok(()),
                 Ok(true) => {
                     Err(format!("exists says true for {:?}, which the cloud does not have", fixture.unknown_node))
@@ -31,7 +31,7 @@ pub async fn v2_checks(suite: &mut Suite<'_>) {
         .await;
     report
         .check("instances-v2/unknown-node/metadata", async {
-            not_found(calls.run("instances-v2.metadata", async |p| p.instance_metadata(&unknown).await).await)
+            not_found(calls.run(Function::InstanceMetadata, async |p| p.instance_metadata(&unknown).await).await)
         })
         .await;
 }
@@ -76,7 +76,7 @@ async fn v2_node_checks(suite: &mut Suite<'_>, node: &Node) {
         .check(format!("{key}/exists"), async {
             for asked in [node, &initialised] {
                 let exists = calls
-                    .run("instances-v2.exists", async |p| p.instance_exists(asked).await)
+                    .run(Function::InstanceExists, async |p| p.instance_exists(asked).await)
                     .await
                     .map_err(|err| format!("exists failed: {err}"))?;
                 if !exists {
@@ -94,7 +94,7 @@ async fn v2_node_checks(suite: &mut Suite<'_>, node: &Node) {
     report
         .check(format!("{key}/shutdown"), async {
             calls
-                .run("instances-v2.shutdown", async |p| p.instance_shutdown(&initialised).await)
+                .run(Function::InstanceShutdown, async |p| p.instance_shutdown(&initialised).await)
                 .await
                 .map(drop)
                 .map_err(|err| format!("shutdown failed: {err}"))
@@ -104,7 +104,7 @@ async fn v2_node_checks(suite: &mut Suite<'_>, node: &Node) {
 
 async fn metadata_of(calls: &super::Calls, node: &Node) -> Result<InstanceMetadata, String> {
     calls
-        .run("instances-v2.metadata", async |p| p.instance_metadata(node).await)
+        .run(Function::InstanceMetadata, async |p| p.instance_metadata(node).await)
         .await
         .map_err(|err| format!("metadata failed: {err}"))
 }
@@ -129,7 +129,7 @@ pub async fn v1_checks(suite: &mut Suite<'_>) {
         let key = format!("instances/{name}");
         report
             .check(format!("{key}/instance-id"), async {
-                match calls.run("instances.instance-id", async |p| p.instance_id(&name).await).await {
+                match calls.run(Function::InstanceId, async |p| p.instance_id(&name).await).await {
                     Ok(id) if !id.is_empty() => Ok(()),
                     Ok(_) => Err("an empty instance ID".to_owned()),
                     Err(err) => Err(format!("instance-id failed: {err}")),
@@ -139,7 +139,7 @@ pub async fn v1_checks(suite: &mut Suite<'_>) {
         report
             .check(format!("{key}/node-addresses"), async {
                 let addresses = calls
-                    .run("instances.node-addresses", async |p| p.node_addresses(&name).await)
+                    .run(Function::NodeAddresses, async |p| p.node_addresses(&name).await)
                     .await
                     .map_err(|err| format!("node-addresses failed: {err}"))?;
                 validate::node_addresses(&addresses)
@@ -147,7 +147,7 @@ pub async fn v1_checks(suite: &mut Suite<'_>) {
             .await;
         report
             .check(format!("{key}/instance-type"), async {
-                match calls.run("instances.instance-type", async |p| p.instance_type(&name).await).await {
+                match calls.run(Function::InstanceType, async |p| p.instance_type(&name).await).await {
                     Ok(kind) if !kind.is_empty() => Ok(()),
                     Ok(_) => Err("an empty instance type".to_owned()),
                     Err(err) => Err(format!("instance-type failed: {err}")),
@@ -158,7 +158,7 @@ pub async fn v1_checks(suite: &mut Suite<'_>) {
     let unknown = fixture.unknown_node.as_str();
     report
         .check("instances/unknown-node/instance-id", async {
-            not_found(calls.run("instances.instance-id", async |p| p.instance_id(unknown).await).await)
+            not_found(calls.run(Function::InstanceId, async |p| p.instance_id(unknown).await).await)
         })
         .await;
 }
@@ -171,7 +171,7 @@ pub async fn zone_checks(suite: &mut Suite<'_>) {
         report
             .check(format!("zones/{name}/zone"), async {
                 let zone = calls
-                    .run("zones.get-zone-by-node-name", async |p| p.get_zone_by_node_name(&name).await)
+                    .run(Function::GetZoneByNodeName, async |p| p.get_zone_by_node_name(&name).await)
                     .await
                     .map_err(|err| format!("get-zone-by-node-name failed: {err}"))?;
                 if zone.failure_domain.is_empty() { Err("no failure domain".to_owned()) } else { Ok(()) }

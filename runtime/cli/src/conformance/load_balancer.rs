@@ -2,7 +2,8 @@
 //! balancer, from absent to gone.
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
-use wasm_ccm_host::ProviderError;
+
+use wasm_ccm_cloud::{Cloud, Function, NodeSet, ProviderError};
 
 use super::Suite;
 use super::fixture::name;
@@ -36,7 +37,7 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
     report
         .check(format!("{key}/name"), async {
             let get_name = async |calls: &super::Calls| {
-                calls.run("load-balancer.get-name", async |p| p.get_load_balancer_name(service).await).await
+                calls.run(Function::GetLoadBalancerName, async |p| p.get_load_balancer_name(service).await).await
             };
             let first = get_name(calls).await.map_err(failed("get-name"))?;
             let second = get_name(reloaded).await.map_err(failed("get-name"))?;
@@ -77,8 +78,9 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
             report.skip(format!("{key}/{check}"), "ensure failed");
         }
         // Whatever the failed ensure left behind.
-        let _ =
-            calls.run("load-balancer.ensure-deleted", async |p| p.ensure_load_balancer_deleted(service).await).await;
+        let _ = calls
+            .run(Function::EnsureLoadBalancerDeleted, async |p| p.ensure_load_balancer_deleted(service).await)
+            .await;
         return;
     };
 
@@ -111,14 +113,14 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
     } else {
         report
             .check(format!("{key}/update"), async {
-                let fewer = &nodes[..nodes.len() - 1];
+                let fewer = NodeSet::of(nodes[..nodes.len() - 1].iter().cloned());
                 calls
-                    .run("load-balancer.update", async |p| p.update_load_balancer(service, fewer).await)
+                    .run(Function::UpdateLoadBalancer, async |p| p.update_load_balancer(service, &fewer).await)
                     .await
                     .map_err(failed("update"))?;
                 match get(calls, service).await? {
                     Some(_) => Ok(()),
-                    None => Err(format!("get says it is gone after an update to {} nodes", fewer.len())),
+                    None => Err(format!("get says it is gone after an update to {} nodes", fewer.current().len())),
                 }
             })
             .await;
@@ -141,19 +143,20 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
 }
 
 async fn get(calls: &super::Calls, service: &Service) -> Result<Option<LoadBalancerStatus>, String> {
-    calls.run("load-balancer.get", async |p| p.get_load_balancer(service).await).await.map_err(failed("get"))
+    calls.run(Function::GetLoadBalancer, async |p| p.get_load_balancer(service).await).await.map_err(failed("get"))
 }
 
 async fn ensure(calls: &super::Calls, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, String> {
+    let nodes = NodeSet::of(nodes.iter().cloned());
     calls
-        .run("load-balancer.ensure", async |p| p.ensure_load_balancer(service, nodes).await)
+        .run(Function::EnsureLoadBalancer, async |p| p.ensure_load_balancer(service, &nodes).await)
         .await
         .map_err(failed("ensure"))
 }
 
 async fn delete(calls: &super::Calls, service: &Service) -> Result<(), String> {
     calls
-        .run("load-balancer.ensure-deleted", async |p| p.ensure_load_balancer_deleted(service).await)
+        .run(Function::EnsureLoadBalancerDeleted, async |p| p.ensure_load_balancer_deleted(service).await)
         .await
         .map_err(failed("ensure-deleted"))
 }

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use wasm_ccm_cloud::{Cloud, Function, ProviderError, ProviderInfo};
 use wasm_ccm_distribution::{Verification, pull};
-use wasm_ccm_host::types::ProviderInfo;
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadedProvider, ProviderError, ProviderHandle, ProviderSpec};
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
 
 use self::calls::Calls;
 use self::fixture::Fixture;
@@ -44,7 +44,7 @@ pub struct ConformanceArgs {
     #[arg(long, value_name = "FILE")]
     pub fixture: PathBuf,
     /// The cluster name passed to the provider.
-    #[arg(long, default_value = "kubernetes")]
+    #[arg(long, default_value = wasm_ccm_cloud::DEFAULT_CLUSTER_NAME)]
     pub cluster_name: String,
     /// How to print the report.
     #[arg(long, short, value_enum, default_value = "table")]
@@ -137,7 +137,7 @@ async fn run(suite: &mut Suite<'_>) {
             .report
             .check("clusters/list", async {
                 calls
-                    .run("clusters.list-clusters", async |p| p.list_clusters().await)
+                    .run(Function::ListClusters, async |p| p.list_clusters().await)
                     .await
                     .map(drop)
                     .map_err(|err| format!("list-clusters failed: {err}"))

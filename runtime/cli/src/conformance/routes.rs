@@ -2,7 +2,8 @@
 //! with the node's UID as the name hint, listed, deleted, and gone.
 
 use k8s_openapi::api::core::v1::Node;
-use wasm_ccm_host::types::Route;
+
+use wasm_ccm_cloud::{Cloud, Function, Route};
 
 use super::{Calls, Suite};
 
@@ -20,7 +21,7 @@ pub async fn checks(suite: &mut Suite<'_>) {
         let done = report
             .check(format!("routes/{}/create", route.target_node), async {
                 calls
-                    .run("routes.create-route", async |p| p.create_route(&uid, route).await)
+                    .run(Function::CreateRoute, async |p| p.create_route(&uid, route).await)
                     .await
                     .map_err(|err| format!("create-route failed: {err}"))
             })
@@ -58,7 +59,7 @@ pub async fn checks(suite: &mut Suite<'_>) {
         report
             .check(format!("routes/{}/delete", route.target_node), async {
                 calls
-                    .run("routes.delete-route", async |p| p.delete_route(route).await)
+                    .run(Function::DeleteRoute, async |p| p.delete_route(route).await)
                     .await
                     .map_err(|err| format!("delete-route failed: {err}"))
             })
@@ -85,7 +86,7 @@ fn route(node: &Node) -> Option<Route> {
 
 async fn list(calls: &Calls) -> Result<Vec<Route>, String> {
     calls
-        .run("routes.list-routes", async |p| p.list_routes().await)
+        .run(Function::ListRoutes, async |p| p.list_routes().await)
         .await
         .map_err(|err| format!("list-routes failed: {err}"))
 }

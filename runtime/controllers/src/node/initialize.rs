@@ -11,11 +11,10 @@ use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
-use wasm_ccm_host::types::InstanceMetadata;
+use wasm_ccm_cloud::{Cloud, InstanceMetadata};
 
 use super::addresses::{node_addresses, provided_node_ips};
 use super::labels::{cloud_labels, labels_to_reconcile};
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
 use crate::instances;
@@ -177,8 +176,7 @@ fn age(node: &Node) -> Option<f64> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use wasm_ccm_host::ProviderError;
-    use wasm_ccm_host::types::Parts;
+    use wasm_ccm_cloud::{Function, Parts, ProviderError};
 
     use super::*;
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
@@ -235,9 +233,12 @@ mod tests {
     async fn a_name_only_provider_initializes_nodes() {
         let parts = Parts { instances: true, zones: true, ..Parts::default() };
         let cloud = TestCloud::default().with_parts(parts).with_instance("node-a", "i-a", "10.0.0.1");
-        for function in
-            ["instance-id", "node-addresses-by-provider-id", "instance-type-by-provider-id", "zone-by-provider-id"]
-        {
+        for function in [
+            Function::InstanceId,
+            Function::NodeAddressesByProviderId,
+            Function::InstanceTypeByProviderId,
+            Function::GetZoneByProviderId,
+        ] {
             cloud.fail(function, ProviderError::NotImplemented);
         }
         let mut env = TestEnv::new(cloud).await;
@@ -251,7 +252,7 @@ mod tests {
         let calls = env.cloud.take_calls();
         assert_eq!(
             calls,
-            ["instance-id node-a", "node-addresses node-a", "instance-type node-a", "zone-by-node-name node-a"]
+            ["instance-id node-a", "node-addresses node-a", "instance-type node-a", "get-zone-by-node-name node-a"]
         );
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use wasm_ccm_host::types::InstanceMetadata;
+use wasm_ccm_cloud::InstanceMetadata;
 
 /// `node.kubernetes.io/instance-type`.
 pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_cloud::Cloud;
 
 use self::initialize::InitializeNode;
 use self::refresh::RefreshNode;
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::informer::Change;
 use crate::nodes::NodeCache;

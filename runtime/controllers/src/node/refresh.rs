@@ -6,9 +6,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
+use wasm_ccm_cloud::Cloud;
 
 use super::addresses::{changed, node_addresses, provided_node_ips};
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
 use crate::instances;

@@ -13,10 +13,10 @@ use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, Roster};
 use super::{ServiceController, ServiceTriggers};
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::events::Events;
 use crate::informer::Change;

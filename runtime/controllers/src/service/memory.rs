@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
+use wasm_ccm_cloud::NodeSnapshot;
 
 use super::ServiceKey;
 use super::rules::sync_digest;
 use crate::locks::KeyLocks;
-use crate::nodes::Fingerprint;
 
 /// One Service's memory.
 #[derive(Debug, Default)]
@@ -27,7 +27,7 @@ struct Remembered {
     /// Whether the provider may have a load balancer for that copy.
     held: bool,
     /// The nodes its load balancer was last given.
-    nodes: Option<Arc<Fingerprint>>,
+    nodes: Option<Arc<NodeSnapshot>>,
     /// When its load balancer was last ensured.
     ensured: Option<Instant>,
     /// The status last written, and what the API server made of it.
@@ -109,8 +109,13 @@ impl Memory {
         self.lock().get(key).filter(|remembered| remembered.held).and_then(|remembered| remembered.last.clone())
     }
 
+    /// The nodes the load balancer was last given, when known.
+    pub(super) fn given(&self, key: &ServiceKey) -> Option<Arc<NodeSnapshot>> {
+        self.lock().get(key).and_then(|remembered| remembered.nodes.clone())
+    }
+
     /// Records a load balancer ensured with `nodes`.
-    pub(super) fn ensured(&self, key: &ServiceKey, nodes: Arc<Fingerprint>) {
+    pub(super) fn ensured(&self, key: &ServiceKey, nodes: Arc<NodeSnapshot>) {
         self.with(key, |remembered| {
             remembered.nodes = Some(nodes);
             remembered.ensured = Some(Instant::now());
@@ -118,7 +123,7 @@ impl Memory {
     }
 
     /// Records a load balancer given `nodes` by a node sync.
-    pub(super) fn hosts_updated(&self, key: &ServiceKey, nodes: Arc<Fingerprint>) {
+    pub(super) fn hosts_updated(&self, key: &ServiceKey, nodes: Arc<NodeSnapshot>) {
         self.with(key, |remembered| remembered.nodes = Some(nodes));
     }
 
@@ -139,10 +144,11 @@ impl Memory {
 
     /// The Services whose load balancers were last given other nodes than
     /// `nodes`.
-    pub(super) fn stale(&self, nodes: &Fingerprint) -> Vec<ServiceKey> {
+    pub(super) fn stale(&self, nodes: &NodeSnapshot) -> Vec<ServiceKey> {
         let services = self.lock();
-        let stale =
-            services.iter().filter(|(_, remembered)| remembered.nodes.as_deref().is_some_and(|last| last != nodes));
+        let stale = services
+            .iter()
+            .filter(|(_, remembered)| remembered.nodes.as_deref().is_some_and(|last| !last.same_targets(nodes)));
         stale.map(|(key, _)| key.clone()).collect()
     }
 

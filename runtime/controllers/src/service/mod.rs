@@ -19,13 +19,13 @@ use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_cloud::Cloud;
 
 use self::claim::{Action, Claim};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
 use self::rules::update_event;
 use self::sync::ServiceSync;
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::events::Events;
 use crate::informer::Change;

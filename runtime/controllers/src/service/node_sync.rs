@@ -11,15 +11,14 @@ use kube::Resource;
 use kube::runtime::reflector::Store;
 use tokio::time::Instant;
 use tracing::Instrument;
-use wasm_ccm_host::ProviderError;
+use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot, ProviderError};
 
 use super::ServiceKey;
 use super::claim::Claim;
 use super::memory::Memory;
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
-use crate::nodes::NodeSet;
+use crate::nodes::names;
 use crate::runner::{All, Reconcile, Retry};
 use crate::workqueue::WorkQueue;
 
@@ -45,7 +44,7 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
 
     async fn reconcile(&self, _: &All) -> Result<(), Error> {
         let nodes = self.ctx.nodes.eligible();
-        let stale = self.memory.stale(&nodes.fingerprint);
+        let stale = self.memory.stale(&nodes);
         if stale.is_empty() {
             return Ok(());
         }
@@ -66,7 +65,7 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
             .await;
         let failed = failures.load(Ordering::Relaxed);
         self.ctx.metrics.node_sync(started.elapsed().as_secs_f64(), failed > 0);
-        tracing::info!(nodes = nodes.nodes.len(), failed, "synced load balancer nodes in {:?}", started.elapsed());
+        tracing::info!(nodes = nodes.len(), failed, "synced load balancer nodes in {:?}", started.elapsed());
         Ok(())
     }
 }
@@ -84,7 +83,7 @@ impl<C: Cloud> NodeSync<C> {
 
     /// Updates one load balancer's nodes, as upstream's
     /// `lockedUpdateLoadBalancerHosts`; `false` when it failed.
-    async fn update_hosts(&self, key: &ServiceKey, nodes: &Arc<NodeSet>) -> bool {
+    async fn update_hosts(&self, key: &ServiceKey, nodes: &Arc<NodeSnapshot>) -> bool {
         let _lock = self.memory.lock_service(key).await;
         let Some(service) = self.services.get(key) else {
             return true;
@@ -94,7 +93,8 @@ impl<C: Cloud> NodeSync<C> {
         }
         let started = Instant::now();
         self.ctx.metrics.load_balancer_synced();
-        let result = match self.ctx.cloud.update_load_balancer(&service, &nodes.nodes).await {
+        let set = NodeSet::new(nodes.clone(), self.memory.given(key));
+        let result = match self.ctx.cloud.update_load_balancer(&service, &set).await {
             Ok(()) | Err(ProviderError::ImplementedElsewhere) => Ok(()),
             // It is only an error if the load balancer still exists.
             Err(err) => match self.ctx.cloud.get_load_balancer(&service).await {
@@ -106,8 +106,8 @@ impl<C: Cloud> NodeSync<C> {
         let reference = service.object_ref(&());
         match result {
             Ok(()) => {
-                self.memory.hosts_updated(key, Arc::new(nodes.fingerprint.clone()));
-                if nodes.nodes.is_empty() {
+                self.memory.hosts_updated(key, nodes.clone());
+                if nodes.is_empty() {
                     let note = "There are no available nodes for LoadBalancer";
                     self.ctx.events.warning(reference, "UnAvailableLoadBalancer", note);
                 } else {
@@ -118,8 +118,8 @@ impl<C: Cloud> NodeSync<C> {
             Err(err) => {
                 let note = format!(
                     "Error updating load balancer with new hosts {} [node names limited, total number of nodes: {}], error: {err}",
-                    nodes.names(NAMES_IN_EVENTS),
-                    nodes.nodes.len()
+                    names(nodes, NAMES_IN_EVENTS),
+                    nodes.len()
                 );
                 self.ctx.events.warning(reference, "UpdateLoadBalancerFailed", note);
                 false
@@ -132,6 +132,8 @@ impl<C: Cloud> NodeSync<C> {
 mod tests {
     use k8s_openapi::api::core::v1::Node;
     use kube::runtime::reflector::ObjectRef;
+
+    use wasm_ccm_cloud::Function;
 
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
@@ -194,7 +196,7 @@ mod tests {
     async fn a_failed_update_goes_back_to_the_service_sync() {
         let (mut env, memory, key) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
-        env.cloud.fail("update", ProviderError::Cloud("throttled".into()));
+        env.cloud.fail(Function::UpdateLoadBalancer, ProviderError::Cloud("throttled".into()));
         env.add_node(Node::test("node-b")).await;
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         let (type_, reason, _, note) = env.events().pop().unwrap();
@@ -210,7 +212,7 @@ mod tests {
     async fn a_failed_update_of_a_load_balancer_that_is_gone_is_no_failure() {
         let (mut env, memory, _) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
-        env.cloud.fail("update", ProviderError::Cloud("not found".into()));
+        env.cloud.fail(Function::UpdateLoadBalancer, ProviderError::Cloud("not found".into()));
         env.add_node(Node::test("node-b")).await;
         // Gone from the cloud behind the controller's back.
         let service = env.service("web").await;

@@ -10,13 +10,12 @@ use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use serde_json::json;
-use wasm_ccm_host::ProviderError;
+use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::ServiceKey;
 use super::claim::{Action, Claim, PROVIDER_ANNOTATION};
 use super::memory::Memory;
 use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, same_ingress};
-use crate::cloud::Cloud;
 use crate::context::Context;
 use crate::error::Error;
 use crate::runner::{Reconcile, Retry};
@@ -112,11 +111,12 @@ impl<C: Cloud> ServiceSync<C> {
         let owned = has_finalizer(service) && annotation(service) == Some(&**self.claim.provider());
         let service = if owned { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
         let nodes = self.ctx.nodes.eligible();
-        if nodes.nodes.is_empty() {
+        if nodes.is_empty() {
             let note = "There are no available nodes for LoadBalancer";
             self.ctx.events.warning(reference.clone(), "UnAvailableLoadBalancer", note);
         }
-        let status = match self.ctx.cloud.ensure_load_balancer(&service, &nodes.nodes).await {
+        let set = NodeSet::new(nodes.clone(), self.memory.given(key));
+        let status = match self.ctx.cloud.ensure_load_balancer(&service, &set).await {
             Ok(status) => status,
             Err(ProviderError::ImplementedElsewhere) => {
                 tracing::debug!("the load balancer is implemented elsewhere; nothing to do");
@@ -125,7 +125,7 @@ impl<C: Cloud> ServiceSync<C> {
             Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
         self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
-        self.memory.ensured(key, Arc::new(nodes.fingerprint.clone()));
+        self.memory.ensured(key, nodes);
         self.patch_status(key, &service, status).await
     }
 
@@ -241,6 +241,8 @@ mod tests {
     use k8s_openapi::api::core::v1::Node;
     use kube::runtime::reflector::ObjectRef;
 
+    use wasm_ccm_cloud::Function;
+
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
 
@@ -284,7 +286,7 @@ mod tests {
     #[tokio::test]
     async fn a_cloud_failure_is_a_warning_event_with_upstream_s_words() {
         let mut env = env().await;
-        env.cloud.fail("ensure", ProviderError::Cloud("quota exhausted".into()));
+        env.cloud.fail(Function::EnsureLoadBalancer, ProviderError::Cloud("quota exhausted".into()));
         let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
         let err = sync(&env, &Arc::default()).reconcile(&key).await.unwrap_err();
         assert_eq!(err.to_string(), "failed to ensure load balancer: quota exhausted");
@@ -297,7 +299,7 @@ mod tests {
     #[tokio::test]
     async fn implemented_elsewhere_is_no_error_and_no_status() {
         let mut env = env().await;
-        env.cloud.fail("ensure", ProviderError::ImplementedElsewhere);
+        env.cloud.fail(Function::EnsureLoadBalancer, ProviderError::ImplementedElsewhere);
         let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
         sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
         assert_eq!(ingress(&env.service("web").await), None);
@@ -321,7 +323,7 @@ mod tests {
         assert!(!has_finalizer(&service));
         assert_eq!(ingress(&service), None, "the status is cleared");
         assert_eq!(env.cloud.load_balancer("default/web"), None);
-        assert_eq!(env.cloud.take_calls(), ["get default/web", "delete default/web"]);
+        assert_eq!(env.cloud.take_calls(), ["get default/web", "ensure-deleted default/web"]);
         assert_eq!(env.event_reasons(), ["DeletingLoadBalancer", "DeletedLoadBalancer"]);
     }
 
@@ -421,13 +423,13 @@ mod tests {
         let key = ObjectRef::from_obj(&created);
         sync(&env, &memory).reconcile(&key).await.unwrap();
         env.uncache_service(created);
-        env.cloud.fail("delete", ProviderError::Cloud("busy".into()));
+        env.cloud.fail(Function::EnsureLoadBalancerDeleted, ProviderError::Cloud("busy".into()));
         env.events();
         let err = sync(&env, &memory).reconcile(&key).await.unwrap_err();
         assert_eq!(err.to_string(), "failed to delete load balancer: busy");
         assert_eq!(env.event_reasons(), ["DeletingLoadBalancer", "DeleteLoadBalancerFailed"]);
         assert!(memory.may_have_load_balancer(&key), "remembered for the retry");
-        env.cloud.heal("delete");
+        env.cloud.heal(Function::EnsureLoadBalancerDeleted);
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.cloud.load_balancer("default/web"), None);
     }
@@ -444,7 +446,7 @@ mod tests {
         env.cache_service(again);
         env.cloud.take_calls();
         sync(&env, &memory).reconcile(&key).await.unwrap();
-        assert_eq!(env.cloud.take_calls(), ["delete default/web", "ensure default/web"]);
+        assert_eq!(env.cloud.take_calls(), ["ensure-deleted default/web", "ensure default/web"]);
     }
 
     #[tokio::test]

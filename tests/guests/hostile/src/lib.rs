@@ -4,17 +4,26 @@
 //! `hostile/attack` and its argument from `hostile/arg`; without an attack
 //! it succeeds, so a test can check that the host recovers. What an attack
 //! observed comes back as the status's host name.
+//!
+//! `initialize` draws a random number the attack `born` answers, so that a
+//! test can tell calls that start from one initialised state apart from
+//! calls that each initialise. With the configuration
+//! `hold-a-resource-on-initialize` it keeps a host resource past
+//! `initialize`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth};
 use wasm_ccm_sdk::log::Level;
-use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
-use wasm_ccm_sdk::{Error, LoadBalancer, Provider};
+use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Service};
+use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, Provider};
 
 /// The hostile provider.
-pub struct Hostile;
+pub struct Hostile {
+    /// Drawn in `initialize`.
+    born: u64,
+}
 
 impl Provider for Hostile {
     const NAME: &'static str = "hostile";
@@ -23,7 +32,10 @@ impl Provider for Hostile {
         if config == b"trap-on-initialize" {
             panic!("initialize refuses to start");
         }
-        Ok(Hostile)
+        if config == b"hold-a-resource-on-initialize" {
+            std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1));
+        }
+        Ok(Hostile { born: wasip2::random::random::get_random_u64() })
     }
 
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
@@ -62,11 +74,12 @@ impl LoadBalancer for Hostile {
         &self,
         _cluster: &str,
         service: &Service,
-        nodes: &[Node],
+        nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         let arg = annotation(service, "hostile/arg");
         match annotation(service, "hostile/attack") {
             "" => Ok(observed(format!("ok with {} nodes", nodes.len()))),
+            "born" => Ok(observed(format!("born {}", self.born))),
             "spin" => spin(),
             "sleep" => {
                 std::thread::sleep(Duration::from_secs(3600));
@@ -141,10 +154,25 @@ impl LoadBalancer for Hostile {
                 let value = wasm_ccm_sdk::credentials::get_string(arg)?;
                 Ok(observed(format!("credential {value}")))
             }
-            "file" => match std::fs::read(arg) {
-                Ok(bytes) => Ok(observed(format!("read {} bytes", bytes.len()))),
-                Err(err) => Err(Error::other(format_args!("file: {err}"))),
-            },
+            "file" => {
+                // Through WASI itself: the standard library's file system
+                // would hold the standard streams past `initialize`.
+                let directories = wasip2::filesystem::preopens::get_directories();
+                let Some((directory, _)) = directories.first() else {
+                    return Err(Error::other(format_args!("file: no directory is open to read {arg}")));
+                };
+                let flags = wasip2::filesystem::types::DescriptorFlags::READ;
+                let opened = directory.open_at(
+                    wasip2::filesystem::types::PathFlags::empty(),
+                    arg.trim_start_matches('/'),
+                    wasip2::filesystem::types::OpenFlags::empty(),
+                    flags,
+                );
+                match opened {
+                    Ok(_) => Ok(observed(format!("opened {arg}"))),
+                    Err(err) => Err(Error::other(format_args!("file: {err}"))),
+                }
+            }
             "env" => Ok(observed(format!(
                 "{} variables, {} arguments",
                 std::env::vars_os().count(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 use wasm_ccm_sdk::types::{
     InstanceMetadata, LoadBalancerIngress, LoadBalancerStatus, Node, NodeAddress, NodeAddressType, Service,
 };
-use wasm_ccm_sdk::{Error, InstancesV2, LoadBalancer, Provider};
+use wasm_ccm_sdk::{Error, InstancesV2, LoadBalancer, NodeSet, Provider};
 
 /// The sloppy provider.
 pub struct Sloppy;
@@ -49,7 +49,7 @@ impl LoadBalancer for Sloppy {
         &self,
         _cluster_name: &str,
         _service: &Service,
-        _nodes: &[Node],
+        _nodes: &NodeSet<'_>,
     ) -> Result<LoadBalancerStatus, Error> {
         // A fresh random number on every call: a new load balancer each time.
         let random = std::collections::hash_map::RandomState::new().hash_one(0u8);
@@ -59,7 +59,7 @@ impl LoadBalancer for Sloppy {
         })
     }
 
-    fn update_load_balancer(&self, _cluster_name: &str, _service: &Service, _nodes: &[Node]) -> Result<(), Error> {
+    fn update_load_balancer(&self, _cluster_name: &str, _service: &Service, _nodes: &NodeSet<'_>) -> Result<(), Error> {
         Ok(())
     }
 

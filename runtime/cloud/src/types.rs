@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::NodeAddress;
 use serde::{Deserialize, Serialize};
 
+use crate::Part;
+
 /// The parts of `cloudprovider.Interface` a provider supports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -21,6 +23,24 @@ pub struct Parts {
     pub clusters: bool,
     /// `Routes()`.
     pub routes: bool,
+}
+
+impl Parts {
+    /// Every part.
+    pub const ALL: Parts =
+        Parts { load_balancer: true, instances: true, instances_v2: true, zones: true, clusters: true, routes: true };
+
+    /// Whether `part` is supported.
+    pub const fn supports(&self, part: Part) -> bool {
+        match part {
+            Part::LoadBalancer => self.load_balancer,
+            Part::Instances => self.instances,
+            Part::InstancesV2 => self.instances_v2,
+            Part::Zones => self.zones,
+            Part::Clusters => self.clusters,
+            Part::Routes => self.routes,
+        }
+    }
 }
 
 /// What a provider says about itself once initialised.
