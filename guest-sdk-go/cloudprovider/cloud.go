@@ -65,9 +65,9 @@ type LoadBalancer interface {
 	GetLoadBalancerName(ctx context.Context, clusterName string, service *v1.Service) string
 	// EnsureLoadBalancer creates the load balancer or brings it in line with
 	// the Service and nodes; it is idempotent.
-	EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error)
+	EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes NodeSet) (*v1.LoadBalancerStatus, error)
 	// UpdateLoadBalancer makes the load balancer target exactly nodes.
-	UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) error
+	UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes NodeSet) error
 	// EnsureLoadBalancerDeleted deletes the load balancer; it succeeds when
 	// the load balancer is already gone.
 	EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, service *v1.Service) error

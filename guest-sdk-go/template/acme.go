@@ -99,11 +99,11 @@ func (a *Acme) GetLoadBalancerName(_ context.Context, _ string, service *v1.Serv
 	return cloudprovider.DefaultLoadBalancerName(service)
 }
 
-func (a *Acme) EnsureLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (a *Acme) EnsureLoadBalancer(context.Context, string, *v1.Service, cloudprovider.NodeSet) (*v1.LoadBalancerStatus, error) {
 	return nil, cloudprovider.NotImplemented
 }
 
-func (a *Acme) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) error {
+func (a *Acme) UpdateLoadBalancer(context.Context, string, *v1.Service, cloudprovider.NodeSet) error {
 	return cloudprovider.NotImplemented
 }
 

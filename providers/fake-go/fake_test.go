@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,15 +111,19 @@ func TestLoadBalancersTakeAddressesFromThePoolAndGiveThemBack(t *testing.T) {
 	ctx := context.Background()
 	fake, store := start(t, `{"cloud": "CLOUD", "loadBalancerPool": ["203.0.113.0/29"]}`)
 	web := service("web", "")
-	status, err := fake.EnsureLoadBalancer(ctx, "test", web, []*v1.Node{node("node-b"), node("node-a"), node("node-a")})
+	status, err := fake.EnsureLoadBalancer(ctx, "test", web, cloudprovider.NewNodeSet(node("node-b"), node("node-a"), node("node-a")))
 	if err != nil {
 		t.Fatal(err)
+	}
+	targeted, _ := Get[record](fake.cloud, loadBalancers, fake.GetLoadBalancerName(ctx, "test", web))
+	if !slices.Equal(targeted.Value.Nodes, []string{"node-a", "node-b"}) {
+		t.Errorf("targets %q", targeted.Value.Nodes)
 	}
 	ip := status.Ingress[0].IP
 	if !strings.HasPrefix(ip, "203.0.113.") || *status.Ingress[0].IPMode != v1.LoadBalancerIPModeVIP {
 		t.Fatalf("%+v", status)
 	}
-	again, err := fake.EnsureLoadBalancer(ctx, "test", web, nil)
+	again, err := fake.EnsureLoadBalancer(ctx, "test", web, cloudprovider.NewNodeSet())
 	if err != nil || again.Ingress[0].IP != ip {
 		t.Errorf("not idempotent: %+v %v", again, err)
 	}
@@ -133,11 +138,11 @@ func TestLoadBalancersTakeAddressesFromThePoolAndGiveThemBack(t *testing.T) {
 
 	// A /29 has 6 usable addresses: 5 more fit, then none.
 	for i := range 5 {
-		if _, err := fake.EnsureLoadBalancer(ctx, "test", service(strconv.Itoa(i), ""), nil); err != nil {
+		if _, err := fake.EnsureLoadBalancer(ctx, "test", service(strconv.Itoa(i), ""), cloudprovider.NewNodeSet()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := fake.EnsureLoadBalancer(ctx, "test", service("one-too-many", ""), nil); err == nil || !strings.Contains(err.Error(), "exhausted") {
+	if _, err := fake.EnsureLoadBalancer(ctx, "test", service("one-too-many", ""), cloudprovider.NewNodeSet()); err == nil || !strings.Contains(err.Error(), "exhausted") {
 		t.Errorf("%v", err)
 	}
 	if err := fake.EnsureLoadBalancerDeleted(ctx, "test", web); err != nil {
@@ -146,7 +151,7 @@ func TestLoadBalancersTakeAddressesFromThePoolAndGiveThemBack(t *testing.T) {
 	if store.count(addressClaims) != 5 || store.count(loadBalancers) != 5 {
 		t.Errorf("%d claims, %d load balancers", store.count(addressClaims), store.count(loadBalancers))
 	}
-	if err := fake.UpdateLoadBalancer(ctx, "test", web, nil); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if err := fake.UpdateLoadBalancer(ctx, "test", web, cloudprovider.NewNodeSet()); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("%v", err)
 	}
 }
@@ -155,7 +160,7 @@ func TestFaultsAreInjectedPerFunction(t *testing.T) {
 	fake, _ := start(t, `{"cloud": "CLOUD", "faults": {
 		"load-balancer.ensure": {"error": {"kind": "retry", "delayMs": 1500, "message": "quota refill"}},
 		"instances-v2.metadata": {"latencyMs": 50, "error": {"kind": "instance-not-found"}}}}`)
-	_, err := fake.EnsureLoadBalancer(context.Background(), "test", service("web", ""), nil)
+	_, err := fake.EnsureLoadBalancer(context.Background(), "test", service("web", ""), cloudprovider.NewNodeSet())
 	var retry *cloudprovider.RetryError
 	if !errors.As(err, &retry) || retry.RetryAfter() != 1500*time.Millisecond || retry.Error() != "quota refill" {
 		t.Errorf("%v", err)

@@ -46,12 +46,12 @@ type claim struct {
 	LoadBalancer string `json:"loadBalancer"`
 }
 
-func nodeNames(nodes []*v1.Node) []string {
-	names := make([]string, 0, len(nodes))
-	for _, node := range nodes {
-		names = append(names, node.Name)
+// nodeNames is the names of nodes, which come sorted, without repeats.
+func nodeNames(nodes cloudprovider.NodeSet) []string {
+	names := make([]string, 0, nodes.Len())
+	for _, name := range nodes.Names() {
+		names = append(names, name)
 	}
-	slices.Sort(names)
 	return slices.Compact(names)
 }
 
@@ -189,7 +189,7 @@ func (f *Fake) GetLoadBalancerName(_ context.Context, _ string, service *v1.Serv
 	return cloudprovider.DefaultLoadBalancerName(service)
 }
 
-func (f *Fake) EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (f *Fake) EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes cloudprovider.NodeSet) (*v1.LoadBalancerStatus, error) {
 	if err := f.config.Inject("load-balancer.ensure"); err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (f *Fake) EnsureLoadBalancer(ctx context.Context, clusterName string, servi
 	return f.status(name, lb.Address), nil
 }
 
-func (f *Fake) UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) error {
+func (f *Fake) UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes cloudprovider.NodeSet) error {
 	if err := f.config.Inject("load-balancer.update"); err != nil {
 		return err
 	}

@@ -3,11 +3,15 @@
 //
 // EnsureLoadBalancer reads the probe from the Service's annotation
 // hostile/attack and its argument from hostile/arg; what the probe observed
-// comes back as the status's host name, or as the error.
+// comes back as the status's host name, or as the error. The factory draws
+// a random number the probe born answers, so that a test can tell whether
+// calls start from one initialised instance or initialise each.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -18,11 +22,17 @@ import (
 	_ "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/component"
 )
 
-type hostile struct{}
+type hostile struct {
+	born uint64
+}
 
 func init() {
 	cloudprovider.RegisterCloudProvider("hostile-go", func(io.Reader) (cloudprovider.Interface, error) {
-		return hostile{}, nil
+		var born [8]byte
+		if _, err := rand.Read(born[:]); err != nil {
+			return nil, err
+		}
+		return hostile{born: binary.LittleEndian.Uint64(born[:])}, nil
 	})
 }
 
@@ -41,11 +51,13 @@ func observed(format string, args ...any) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: fmt.Sprintf(format, args...)}}}
 }
 
-func (hostile) EnsureLoadBalancer(_ context.Context, _ string, service *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (h hostile) EnsureLoadBalancer(_ context.Context, _ string, service *v1.Service, nodes cloudprovider.NodeSet) (*v1.LoadBalancerStatus, error) {
 	arg := service.Annotations["hostile/arg"]
 	switch attack := service.Annotations["hostile/attack"]; attack {
 	case "":
-		return observed("ok with %d nodes", len(nodes)), nil
+		return observed("ok with %d nodes", nodes.Len()), nil
+	case "born":
+		return observed("born %d", h.born), nil
 	case "file":
 		read, err := os.ReadFile(arg)
 		if err != nil {
@@ -95,7 +107,7 @@ func (hostile) GetLoadBalancerName(_ context.Context, _ string, service *v1.Serv
 	return cloudprovider.DefaultLoadBalancerName(service)
 }
 
-func (hostile) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) error {
+func (hostile) UpdateLoadBalancer(context.Context, string, *v1.Service, cloudprovider.NodeSet) error {
 	return cloudprovider.NotImplemented
 }
 

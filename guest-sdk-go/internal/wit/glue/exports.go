@@ -6,6 +6,7 @@ import (
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/api/types"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
 	abi "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/cabi/types"
+	witnodes "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_nodes"
 	witprovider "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_provider"
 	wit "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_types"
 )
@@ -85,22 +86,22 @@ func GetLoadBalancerName(clusterName string, service wit.Service) string {
 }
 
 // EnsureLoadBalancer is load-balancer.ensure.
-func EnsureLoadBalancer(clusterName string, service wit.Service, nodes []wit.Node) abi.Result[wit.LoadBalancerStatus, wit.CloudError] {
+func EnsureLoadBalancer(clusterName string, service wit.Service, nodes *witnodes.NodeSet) abi.Result[wit.LoadBalancerStatus, wit.CloudError] {
 	lb, err := LoadBalancer()
 	if err != nil {
 		return Failed[wit.LoadBalancerStatus](err)
 	}
-	status, err := lb.EnsureLoadBalancer(Context(), clusterName, LiftService(service), LiftNodes(nodes))
+	status, err := lb.EnsureLoadBalancer(Context(), clusterName, LiftService(service), lend(nodes))
 	return Result(status, err, LowerStatus)
 }
 
 // UpdateLoadBalancer is load-balancer.update.
-func UpdateLoadBalancer(clusterName string, service wit.Service, nodes []wit.Node) unitResult {
+func UpdateLoadBalancer(clusterName string, service wit.Service, nodes *witnodes.NodeSet) unitResult {
 	lb, err := LoadBalancer()
 	if err != nil {
 		return Done(err)
 	}
-	return Done(lb.UpdateLoadBalancer(Context(), clusterName, LiftService(service), LiftNodes(nodes)))
+	return Done(lb.UpdateLoadBalancer(Context(), clusterName, LiftService(service), lend(nodes)))
 }
 
 // EnsureLoadBalancerDeleted is load-balancer.ensure-deleted.

@@ -210,15 +210,6 @@ func LiftNode(node wit.Node) *v1.Node {
 	}
 }
 
-// LiftNodes is the node list as the Go API gives it.
-func LiftNodes(nodes []wit.Node) []*v1.Node {
-	lifted := make([]*v1.Node, len(nodes))
-	for i, node := range nodes {
-		lifted[i] = LiftNode(node)
-	}
-	return lifted
-}
-
 func liftAddresses(addresses []wit.NodeAddress) []v1.NodeAddress {
 	lifted := make([]v1.NodeAddress, len(addresses))
 	for i, address := range addresses {

@@ -7,6 +7,7 @@ package export_wasm_ccm_provider_load_balancer
 import (
 	abi "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/cabi/types"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/glue"
+	witnodes "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_nodes"
 	wit "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_types"
 )
 
@@ -18,11 +19,11 @@ func GetName(clusterName string, service wit.Service) string {
 	return glue.GetLoadBalancerName(clusterName, service)
 }
 
-func Ensure(clusterName string, service wit.Service, nodes []wit.Node) abi.Result[wit.LoadBalancerStatus, wit.CloudError] {
+func Ensure(clusterName string, service wit.Service, nodes *witnodes.NodeSet) abi.Result[wit.LoadBalancerStatus, wit.CloudError] {
 	return glue.EnsureLoadBalancer(clusterName, service, nodes)
 }
 
-func Update(clusterName string, service wit.Service, nodes []wit.Node) abi.Result[abi.Unit, wit.CloudError] {
+func Update(clusterName string, service wit.Service, nodes *witnodes.NodeSet) abi.Result[abi.Unit, wit.CloudError] {
 	return glue.UpdateLoadBalancer(clusterName, service, nodes)
 }
 
