@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role};
+use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role, Start};
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
 
@@ -465,4 +465,17 @@ async fn a_go_loop_stops_at_its_deadline() {
     assert_eq!(run(&handle, "spin", "").await, Err(ProviderError::DeadlineExceeded { deadline }));
     assert!(started.elapsed() < deadline + TICK + SCHEDULING_SLACK, "{:?}", started.elapsed());
     assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+/// A Go component still holds host resources when `initialize` returns, so
+/// the host cannot snapshot it: the factory runs again in every call.
+#[tokio::test]
+async fn a_go_guest_is_initialised_in_every_call() {
+    let loaded = load(spec("hostile-go", guest("guest-hostile-go"), b"")).await;
+    assert_eq!(loaded.start_kind(), Start::Initializing);
+    let handle = ProviderHandle::new(loaded);
+    let first = run(&handle, "born", "").await.unwrap();
+    let second = run(&handle, "born", "").await.unwrap();
+    assert!(first.starts_with("born ") && second.starts_with("born "), "{first} / {second}");
+    assert_ne!(first, second, "each call builds the provider afresh");
 }

@@ -87,6 +87,7 @@ func GetLoadBalancerName(clusterName string, service wit.Service) string {
 
 // EnsureLoadBalancer is load-balancer.ensure.
 func EnsureLoadBalancer(clusterName string, service wit.Service, nodes *witnodes.NodeSet) abi.Result[wit.LoadBalancerStatus, wit.CloudError] {
+	defer nodes.Drop()
 	lb, err := LoadBalancer()
 	if err != nil {
 		return Failed[wit.LoadBalancerStatus](err)
@@ -97,6 +98,7 @@ func EnsureLoadBalancer(clusterName string, service wit.Service, nodes *witnodes
 
 // UpdateLoadBalancer is load-balancer.update.
 func UpdateLoadBalancer(clusterName string, service wit.Service, nodes *witnodes.NodeSet) unitResult {
+	defer nodes.Drop()
 	lb, err := LoadBalancer()
 	if err != nil {
 		return Done(err)

@@ -14,7 +14,9 @@ import (
 )
 
 // lentNodes is the cloudprovider.NodeSet the host lends a call: each view
-// crosses from the host when first read, names and provider IDs once.
+// crosses from the host when first read, names and provider IDs once. The
+// export drops the borrowed handle when the call returns, as the component
+// model requires; a read after that panics.
 type lentNodes struct {
 	set         *witnodes.NodeSet
 	names       func() wit.PackedStrings
