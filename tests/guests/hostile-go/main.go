@@ -14,8 +14,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"os"
+	"strings"
 
 	v1 "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/api/core/v1"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
@@ -58,6 +60,8 @@ func (h hostile) EnsureLoadBalancer(_ context.Context, _ string, service *v1.Ser
 		return observed("ok with %d nodes", nodes.Len()), nil
 	case "born":
 		return observed("born %d", h.born), nil
+	case "nodes":
+		return observed("%s", describe(nodes)), nil
 	case "file":
 		read, err := os.ReadFile(arg)
 		if err != nil {
@@ -97,6 +101,27 @@ func (h hostile) EnsureLoadBalancer(_ context.Context, _ string, service *v1.Ser
 	default:
 		return nil, fmt.Errorf("unknown attack %q", attack)
 	}
+}
+
+// describe is every view of nodes in one line.
+func describe(nodes cloudprovider.NodeSet) string {
+	joined := func(values iter.Seq2[int, string]) string {
+		var all []string
+		for _, value := range values {
+			all = append(all, value)
+		}
+		return strings.Join(all, ",")
+	}
+	var uids []string
+	for index := range nodes.Len() + 1 {
+		node, ok := nodes.Get(index)
+		if ok {
+			uids = append(uids, string(node.UID))
+		}
+	}
+	return fmt.Sprintf("names %s ids %s internal %s uids %s previous %v added %v removed %v",
+		joined(nodes.Names()), joined(nodes.ProviderIDs()), joined(nodes.Addresses(v1.NodeInternalIP)),
+		strings.Join(uids, ","), nodes.HasPrevious(), nodes.Added(), nodes.Removed())
 }
 
 func (hostile) GetLoadBalancer(context.Context, string, *v1.Service) (*v1.LoadBalancerStatus, bool, error) {

@@ -1,11 +1,12 @@
 //! A hostile provider against the sandbox: each attack is stopped with a
 //! clear error, and the next call works.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Service, ServiceSpec};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, NodeStatus, Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
+use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
 use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderHandle, Role, Start};
 use wasm_ccm_tests::echo::EchoServer;
@@ -478,4 +479,32 @@ async fn a_go_guest_is_initialised_in_every_call() {
     let second = run(&handle, "born", "").await.unwrap();
     assert!(first.starts_with("born ") && second.starts_with("born "), "{first} / {second}");
     assert_ne!(first, second, "each call builds the provider afresh");
+}
+
+fn node(name: &str, provider_id: Option<&str>, internal_ip: Option<&str>) -> Arc<Node> {
+    Arc::new(Node {
+        metadata: ObjectMeta { name: Some(name.into()), uid: Some(format!("uid-{name}")), ..Default::default() },
+        spec: Some(NodeSpec { provider_id: provider_id.map(str::to_owned), ..Default::default() }),
+        status: Some(NodeStatus {
+            addresses: internal_ip
+                .map(|ip| vec![NodeAddress { type_: "InternalIP".into(), address: ip.into() }]),
+            ..Default::default()
+        }),
+    })
+}
+
+/// Every view of the node set the host lends a Go provider reads as the
+/// host holds it.
+#[tokio::test]
+async fn a_go_guest_reads_every_view_of_the_node_set() {
+    let handle = hostile_go(Limits::default()).await;
+    let current = NodeSnapshot::new(vec![node("c", None, None), node("a", Some("x://a"), Some("10.0.0.1"))]);
+    let previous = NodeSnapshot::new(vec![node("a", Some("x://a"), None), node("b", Some("x://b"), None)]);
+    let nodes = NodeSet::new(Arc::new(current), Some(Arc::new(previous)));
+    let status = handle.ensure_load_balancer(&attack("nodes", ""), &nodes).await.unwrap();
+    assert_eq!(
+        status.ingress.unwrap()[0].hostname.as_deref(),
+        Some("names a,c ids x://a, internal 10.0.0.1, uids uid-a,uid-c previous true added [1] removed [{b x://b}]")
+    );
+    assert_eq!(run(&handle, "nodes", "").await.unwrap(), "names  ids  internal  uids  previous false added [] removed []");
 }
