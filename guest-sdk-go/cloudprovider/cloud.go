@@ -10,6 +10,8 @@
 //   - The host builds the provider afresh for every call: the Factory runs
 //     before each one, and nothing kept in memory outlives the call, so keep
 //     state in the cloud. Goroutines end with the call.
+//   - LoadBalancer's nodes are a NodeSet the host lends for the call, read
+//     by view, rather than []*v1.Node.
 //   - A provider reaches its cloud through hosthttp (http.DefaultClient
 //     already does), reads secrets through credentials and logs through
 //     log/slog (hostlog); it has no files, environment or sockets.

@@ -486,8 +486,7 @@ fn node(name: &str, provider_id: Option<&str>, internal_ip: Option<&str>) -> Arc
         metadata: ObjectMeta { name: Some(name.into()), uid: Some(format!("uid-{name}")), ..Default::default() },
         spec: Some(NodeSpec { provider_id: provider_id.map(str::to_owned), ..Default::default() }),
         status: Some(NodeStatus {
-            addresses: internal_ip
-                .map(|ip| vec![NodeAddress { type_: "InternalIP".into(), address: ip.into() }]),
+            addresses: internal_ip.map(|ip| vec![NodeAddress { type_: "InternalIP".into(), address: ip.into() }]),
             ..Default::default()
         }),
     })
@@ -506,5 +505,8 @@ async fn a_go_guest_reads_every_view_of_the_node_set() {
         status.ingress.unwrap()[0].hostname.as_deref(),
         Some("names a,c ids x://a, internal 10.0.0.1, uids uid-a,uid-c previous true added [1] removed [{b x://b}]")
     );
-    assert_eq!(run(&handle, "nodes", "").await.unwrap(), "names  ids  internal  uids  previous false added [] removed []");
+    assert_eq!(
+        run(&handle, "nodes", "").await.unwrap(),
+        "names  ids  internal  uids  previous false added [] removed []"
+    );
 }
