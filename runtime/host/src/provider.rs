@@ -469,14 +469,34 @@ fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// The message of a Rust panic in a guest's stderr, with its location:
-/// `thread '<unnamed>' panicked at src/lib.rs:10:5:\nthe message`.
+/// The message of a panic in a guest's stderr, with its location.
 fn panic_message(stderr: &str) -> Option<String> {
+    rust_panic(stderr).or_else(|| go_panic(stderr))
+}
+
+/// A Rust panic: `thread '<unnamed>' panicked at src/lib.rs:10:5:\nthe message`.
+fn rust_panic(stderr: &str) -> Option<String> {
     let start = stderr.rfind("panicked at ")?;
     let report = &stderr[start + "panicked at ".len()..];
     let (location, message) = report.split_once(":\n")?;
     let message = message.split("\nnote: ").next().unwrap_or(message).trim();
     Some(format!("{message} (at {location})"))
+}
+
+/// A Go panic: `panic: the message\n\ngoroutine 1 [running]:\n`, then
+/// frames of a function line and a `\tfile:line +0x..` line each; the
+/// location is the first frame outside the runtime.
+fn go_panic(stderr: &str) -> Option<String> {
+    let start = if stderr.starts_with("panic: ") { 0 } else { stderr.rfind("\npanic: ")? + 1 };
+    let (message, trace) = stderr[start + "panic: ".len()..].split_once("\n\ngoroutine ")?;
+    let mut frames = trace.lines().skip(1);
+    let location = loop {
+        let (function, location) = (frames.next()?, frames.next()?);
+        if !function.starts_with("panic(") && !function.starts_with("runtime.") {
+            break location.trim().split(" +0x").next()?;
+        }
+    };
+    Some(format!("{} (at {location})", message.trim()))
 }
 
 #[cfg(test)]
@@ -488,5 +508,12 @@ mod tests {
         let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:62:24:\nboom: it broke\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom: it broke (at src/lib.rs:62:24)"));
         assert_eq!(panic_message("just some logging"), None);
+    }
+
+    #[test]
+    fn finds_a_go_panic_message_and_the_first_frame_outside_the_runtime() {
+        let stderr = "some logging\npanic: boom: it broke\n\ngoroutine 1 [running]:\npanic({0x1a2b0, 0x5c0f0})\n\truntime/panic.go:806 +0x2e\nmain.hostile.EnsureLoadBalancer({}, {0x0, 0x0}, {0x0, 0x0}, 0x3a8000, {0x0, 0x0, 0x0})\n\tgithub.com/acme/provider/main.go:83 +0x51\nmain.main()\n";
+        assert_eq!(panic_message(stderr).as_deref(), Some("boom: it broke (at github.com/acme/provider/main.go:83)"));
+        assert_eq!(panic_message("panic: no trace"), None);
     }
 }

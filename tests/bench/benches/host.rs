@@ -7,52 +7,27 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::Node;
 use provider_fake::Fake;
 use serde_json::json;
-use wasm_ccm_bench::{Samples, micros, resident_bytes};
+use wasm_ccm_bench::{Samples, fakes, micros, nodes, service};
 use wasm_ccm_cloud::{Cloud, NodeSet};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle};
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
 use wasm_ccm_sdk::types as sdk;
 use wasm_ccm_sdk::{LoadBalancer, Provider};
-use wasm_ccm_tests::{allow, guest, spec};
 
 const PROBES: usize = 5000;
 const ENSURES: usize = 500;
 const LIVE_INSTANCES: usize = 200;
 const CONFIGURED_CALLS: usize = 500;
 
-async fn fake(
-    engine: &Engine,
-    config: serde_json::Value,
-    cloud: Option<&FakeCloud>,
-    limits: Limits,
-) -> anyhow::Result<ProviderHandle> {
-    let mut spec = spec("fake", guest("provider-fake"), config.to_string().as_bytes());
-    spec.limits = limits;
-    if let Some(cloud) = cloud {
-        spec.allow_list = allow(&[&cloud.url()]);
-    }
-    Ok(ProviderHandle::new(LoadedProvider::load(engine, spec).await?))
-}
-
 /// Instantiation plus `name()`, the cheapest call.
 async fn instantiate(allocation: Allocation) -> anyhow::Result<Samples> {
     let engine = Engine::new(EngineSettings { allocation, ..EngineSettings::default() })?;
-    let handle = fake(&engine, json!({}), None, Limits::default()).await?;
-    for _ in 0..200 {
-        handle.probe().await?;
-    }
-    let mut samples = Vec::with_capacity(PROBES);
-    for _ in 0..PROBES {
-        let started = Instant::now();
-        handle.probe().await?;
-        samples.push(started.elapsed());
-    }
-    Ok(Samples::new(samples))
+    let handle = fakes::load(&engine, "provider-fake", json!({}), None, Limits::default()).await?;
+    fakes::timed(PROBES, async || Ok(handle.probe().await?)).await
 }
 
 /// The fake provider's configuration listing `count` instances.
@@ -75,7 +50,7 @@ fn instances(count: usize) -> serde_json::Value {
 /// `instance-exists-by-provider-id`, which needs the parsed configuration.
 async fn configured(engine: &Engine, count: usize) -> anyhow::Result<(Duration, Samples)> {
     let started = Instant::now();
-    let handle = fake(engine, instances(count), None, Limits::default()).await?;
+    let handle = fakes::load(engine, "provider-fake", instances(count), None, Limits::default()).await?;
     let load = started.elapsed();
     let mut samples = Vec::with_capacity(CONFIGURED_CALLS);
     for _ in 0..CONFIGURED_CALLS {
@@ -120,28 +95,6 @@ impl native::Host for NativeHttp {
     }
 }
 
-fn nodes(count: usize) -> Vec<Node> {
-    (0..count)
-        .map(|i| Node {
-            metadata: ObjectMeta {
-                name: Some(format!("node-{i:04}")),
-                uid: Some(format!("00000000-0000-0000-0000-{i:012}")),
-                labels: Some([("kubernetes.io/hostname".to_owned(), format!("node-{i:04}"))].into()),
-                resource_version: Some("1".into()),
-                ..Default::default()
-            },
-            status: Some(NodeStatus {
-                addresses: Some(vec![NodeAddress {
-                    type_: "InternalIP".into(),
-                    address: format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256),
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .collect()
-}
-
 fn sdk_node(node: &Node) -> sdk::Node {
     let metadata = &node.metadata;
     sdk::Node {
@@ -167,28 +120,6 @@ fn sdk_node(node: &Node) -> sdk::Node {
         pod_cidrs: Vec::new(),
         conditions: Vec::new(),
         taints: Vec::new(),
-    }
-}
-
-fn service() -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("bench".into()),
-            uid: Some("9d0b5d7e-0000-4000-8000-000000000001".into()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(vec![ServicePort {
-                name: Some("http".into()),
-                port: 80,
-                node_port: Some(30080),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        ..Default::default()
     }
 }
 
@@ -222,7 +153,7 @@ fn sdk_service() -> sdk::Service {
 async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, Samples)> {
     let cloud = FakeCloud::start().await?;
     let config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.18.0.0/16"]});
-    let handle = fake(engine, config.clone(), Some(&cloud), Limits::default()).await?;
+    let handle = fakes::load(engine, "provider-fake", config.clone(), Some(&cloud), Limits::default()).await?;
     let (service, nodes) = (service(), nodes(node_count));
     let (sdk_service, sdk_nodes): (sdk::Service, Vec<sdk::Node>) =
         (sdk_service(), nodes.iter().map(sdk_node).collect());
@@ -250,33 +181,6 @@ async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, 
         );
     }
     Ok((Samples::new(component), Samples::new(native_runs)))
-}
-
-/// Resident memory per instance alive at once, each held by a slow call.
-async fn memory_per_instance() -> anyhow::Result<(u64, u64)> {
-    let engine = Engine::new(EngineSettings::default())?;
-    let config = json!({
-        "instances": [{"name": "node-a", "id": "i-a"}],
-        "faults": {"instances-v2.exists": {"latencyMs": 1500}},
-    });
-    let limits = Limits { concurrency: LIVE_INSTANCES, ..Limits::default() };
-    let handle = fake(&engine, config, None, limits).await?;
-    let node = nodes(1).remove(0);
-    handle.probe().await?;
-    let before = resident_bytes();
-    let calls: Vec<_> = (0..LIVE_INSTANCES)
-        .map(|_| {
-            let (handle, node) = (handle.clone(), node.clone());
-            tokio::spawn(async move { handle.instance_exists(&node).await })
-        })
-        .collect();
-    tokio::time::sleep(Duration::from_millis(750)).await;
-    let during = resident_bytes();
-    for call in calls {
-        call.await??;
-    }
-    let pooled_virtual_per_instance = engine.settings().max_memory;
-    Ok((during.saturating_sub(before) / LIVE_INSTANCES as u64, pooled_virtual_per_instance))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -313,7 +217,8 @@ fn main() -> anyhow::Result<()> {
         }
         println!("\nCall median with 2000 instances / with 1: {:.2}", medians[1] / medians[0]);
 
-        let (per_instance, reserved) = memory_per_instance().await?;
+        let per_instance = fakes::memory_per_instance(&engine, "provider-fake", LIVE_INSTANCES).await?;
+        let reserved = engine.settings().max_memory;
         println!("\n## Memory per live instance ({LIVE_INSTANCES} instances alive at once)\n");
         println!(
             "Resident: {:.0} KiB per instance (address space reserved per pool slot: {} MiB, not resident).",

@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 /// Durations of repeated runs.
 pub struct Samples(Vec<Duration>);
 
@@ -91,6 +94,132 @@ pub fn wasm_ccm_run(kubeconfig: &std::path::Path) -> anyhow::Result<std::process
     let mut command = std::process::Command::new(release_binary()?);
     command.args(["run", "--log-level", "warn", "--kubeconfig"]).arg(kubeconfig).stdin(std::process::Stdio::null());
     Ok(command)
+}
+
+/// `count` nodes `node-0000`..., each with an internal IP.
+pub fn nodes(count: usize) -> Vec<Node> {
+    (0..count)
+        .map(|i| Node {
+            metadata: ObjectMeta {
+                name: Some(format!("node-{i:04}")),
+                uid: Some(format!("00000000-0000-0000-0000-{i:012}")),
+                labels: Some([("kubernetes.io/hostname".to_owned(), format!("node-{i:04}"))].into()),
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            status: Some(NodeStatus {
+                addresses: Some(vec![NodeAddress {
+                    type_: "InternalIP".into(),
+                    address: format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256),
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// The LoadBalancer Service `bench/web` with one port.
+pub fn service() -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("bench".into()),
+            uid: Some("9d0b5d7e-0000-4000-8000-000000000001".into()),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: 80,
+                node_port: Some(30080),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The fake provider components, in Rust (`provider-fake`) and Go
+/// (`provider-fake-go`), loaded and measured alike.
+pub mod fakes {
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+    use wasm_ccm_cloud::Cloud;
+    use wasm_ccm_fake_cloud::FakeCloud;
+    use wasm_ccm_host::{Engine, Limits, LoadedProvider, ProviderHandle};
+    use wasm_ccm_tests::{allow, guest, spec};
+
+    use crate::{Samples, nodes, resident_bytes};
+
+    /// Loads the fake provider `component` with `config`, allowed to reach
+    /// `cloud`.
+    ///
+    /// # Errors
+    /// When it does not load.
+    pub async fn load(
+        engine: &Engine,
+        component: &str,
+        config: Value,
+        cloud: Option<&FakeCloud>,
+        limits: Limits,
+    ) -> anyhow::Result<ProviderHandle> {
+        let mut spec = spec("fake", guest(component), config.to_string().as_bytes());
+        spec.limits = limits;
+        if let Some(cloud) = cloud {
+            spec.allow_list = allow(&[&cloud.url()]);
+        }
+        Ok(ProviderHandle::new(LoadedProvider::load(engine, spec).await?))
+    }
+
+    /// `count` calls of `call`, one at a time, after 200 to warm up.
+    ///
+    /// # Errors
+    /// The first call that fails.
+    pub async fn timed<F: AsyncFn() -> anyhow::Result<()>>(count: usize, call: F) -> anyhow::Result<Samples> {
+        for _ in 0..200 {
+            call().await?;
+        }
+        let mut samples = Vec::with_capacity(count);
+        for _ in 0..count {
+            let started = Instant::now();
+            call().await?;
+            samples.push(started.elapsed());
+        }
+        Ok(Samples::new(samples))
+    }
+
+    /// Resident memory per instance of `component` while `live` instances
+    /// are alive at once, each held by a slow call.
+    ///
+    /// # Errors
+    /// When the provider does not load or a call fails.
+    pub async fn memory_per_instance(engine: &Engine, component: &str, live: usize) -> anyhow::Result<u64> {
+        let config = json!({
+            "instances": [{"name": "node-a", "id": "i-a"}],
+            "faults": {"instances-v2.exists": {"latencyMs": 1500}},
+        });
+        let limits = Limits { concurrency: live, ..Limits::default() };
+        let handle = load(engine, component, config, None, limits).await?;
+        let node = nodes(1).remove(0);
+        handle.probe().await?;
+        let before = resident_bytes();
+        let calls: Vec<_> = (0..live)
+            .map(|_| {
+                let (handle, node) = (handle.clone(), node.clone());
+                tokio::spawn(async move { handle.instance_exists(&node).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(750)).await;
+        let during = resident_bytes();
+        for call in calls {
+            call.await??;
+        }
+        Ok(during.saturating_sub(before) / live as u64)
+    }
 }
 
 /// The benchmarks' LoadBalancer Services, `svc-0000` and on, in `default`.

@@ -102,6 +102,21 @@ impl Drop for TestCluster {
     }
 }
 
+tokio::task_local! {
+    /// The fake provider component of the clusters a test starts, for a
+    /// test that runs another one: see [`fake_component`].
+    pub static FAKE_COMPONENT: &'static str;
+}
+
+/// The crate of the fake provider component clusters run: the test's
+/// [`FAKE_COMPONENT`], or else `WASM_CCM_TEST_FAKE` (`provider-fake-go` runs
+/// every end-to-end test with the Go fake), or else `provider-fake`.
+pub fn fake_component() -> String {
+    FAKE_COMPONENT
+        .try_with(|component| (*component).to_owned())
+        .unwrap_or_else(|_| std::env::var("WASM_CCM_TEST_FAKE").unwrap_or_else(|_| "provider-fake".to_owned()))
+}
+
 /// The fake provider's configuration for `cloud`, with `extra` merged in.
 pub fn fake_config(cloud: &FakeCloud, extra: &Value) -> Vec<u8> {
     let mut config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.51.100.0/24"]});
@@ -113,11 +128,11 @@ pub fn fake_config(cloud: &FakeCloud, extra: &Value) -> Vec<u8> {
 
 impl TestCluster {
     /// Starts everything against `backend`'s API server, the fake provider
-    /// configured with `config` (its `instances`, `faults`...), and the
-    /// controllers with `settings`.
+    /// ([`fake_component`]) configured with `config` (its `instances`,
+    /// `faults`...), and the controllers with `settings`.
     pub async fn start(backend: &Backend, config: Value, settings: Settings) -> Self {
         let cloud = FakeCloud::start().await.expect("the fake cloud starts");
-        let mut fake = spec("fake", guest("provider-fake"), &fake_config(&cloud, &config));
+        let mut fake = spec("fake", guest(&fake_component()), &fake_config(&cloud, &config));
         fake.allow_list = allow(&[&cloud.url()]);
         Self::launch(backend, cloud, fake, settings).await
     }
@@ -195,7 +210,7 @@ impl TestCluster {
 
     /// Reloads the fake provider with another configuration and swaps it in.
     pub async fn reconfigure(&self, config: Value) {
-        let mut fake = spec("fake", guest("provider-fake"), &fake_config(&self.cloud, &config));
+        let mut fake = spec("fake", guest(&fake_component()), &fake_config(&self.cloud, &config));
         fake.allow_list = allow(&[&self.cloud.url()]);
         fake.cluster_name = self.settings.cluster_name.clone();
         self.provider.swap(load(fake).await);

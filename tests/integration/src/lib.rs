@@ -34,10 +34,23 @@ pub fn guest(crate_name: &str) -> Arc<[u8]> {
     }
 }
 
-/// One engine for a test binary.
+/// One engine for a test binary. It keeps compiled components in
+/// `target/test-compile-cache`, as `--compile-cache` does, so that each
+/// component is compiled once rather than by every test that loads it (the
+/// Go fake takes seconds, and compiles wait for each other within the
+/// compile timeout); the compile cache's own tests use engines of their own.
 pub fn engine() -> Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::new(EngineSettings::default()).expect("an engine")).clone()
+    ENGINE
+        .get_or_init(|| {
+            let settings = EngineSettings {
+                compile_cache: Some(repository().join("target/test-compile-cache")),
+                compile_cache_max_bytes: 1 << 30,
+                ..EngineSettings::default()
+            };
+            Engine::new(settings).expect("an engine")
+        })
+        .clone()
 }
 
 /// Logs to the test's output when `RUST_LOG` asks for it.
@@ -133,6 +146,32 @@ macro_rules! on_both_api_servers {
                     if let Some(backend) = $crate::backend::Backend::real(test) {
                         super::$test(&backend).await;
                     }
+                }
+            )+
+        }
+    };
+}
+
+/// Makes each listed test body, an `async fn(&str)` taking the crate of a
+/// fake provider component, two tests: `rust_fake::NAME` with
+/// `provider-fake` and `go_fake::NAME` with `provider-fake-go`, the same
+/// provider written with the Go SDK.
+#[macro_export]
+macro_rules! on_both_fakes {
+    ($($test:ident),+ $(,)?) => {
+        mod rust_fake {
+            $(
+                #[::tokio::test]
+                async fn $test() {
+                    super::$test("provider-fake").await;
+                }
+            )+
+        }
+        mod go_fake {
+            $(
+                #[::tokio::test]
+                async fn $test() {
+                    super::$test("provider-fake-go").await;
                 }
             )+
         }

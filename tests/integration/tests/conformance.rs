@@ -1,6 +1,6 @@
 //! `wasm-ccm provider conformance`, run as the real binary: the fake
-//! provider against its fake cloud and the AWS provider against a real AWS
-//! emulator (`moto_server`) pass; a provider that breaks the contract,
+//! provider, in Rust and in Go, against its fake cloud and the AWS provider
+//! against a real AWS emulator (`moto_server`) pass; a provider that breaks the contract,
 //! pulled from a real registry, fails with a report that says how.
 
 use std::path::Path;
@@ -60,6 +60,17 @@ fn services() -> Value {
 // The fake cloud serves on this runtime while the test waits for the binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fake_provider_conforms() {
+    fake_conforms("provider-fake").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_go_fake_provider_conforms() {
+    fake_conforms("provider-fake-go").await;
+}
+
+/// The fake provider `component` passes every check, cleans up after
+/// itself and reports in JUnit too.
+async fn fake_conforms(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let instances: Vec<Value> = ["node-a", "node-b"]
@@ -76,7 +87,7 @@ async fn the_fake_provider_conforms() {
         {"metadata": {"name": "node-b"}, "spec": {"podCIDR": "10.244.2.0/24"}},
     ]);
     write(dir.path(), "fixture.json", &json!({"nodes": nodes, "services": services()}));
-    let fake = wasm("provider-fake");
+    let fake = wasm(component);
     let args = ["--fixture", "fixture.json", "--cloud-config", "config.json", "--provider-allow", &cloud.url()];
 
     let run = conformance(dir.path(), &[&[fake.as_str()][..], &args].concat());

@@ -1,5 +1,6 @@
 //! Every function of the contract, through the fake provider component in
-//! real wasmtime, returns what the provider's configuration says.
+//! real wasmtime, returns what the provider's configuration says: the Rust
+//! fake and the Go one alike.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, Parts, ProviderError, Route};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::ProviderHandle;
-use wasm_ccm_tests::{allow, guest, load, spec};
+use wasm_ccm_tests::{allow, guest, load, on_both_fakes, spec};
 
 fn config(cloud: &FakeCloud, faults: serde_json::Value) -> Vec<u8> {
     json!({
@@ -34,8 +35,8 @@ fn config(cloud: &FakeCloud, faults: serde_json::Value) -> Vec<u8> {
     .into_bytes()
 }
 
-async fn fake(cloud: &FakeCloud, faults: serde_json::Value) -> ProviderHandle {
-    let mut spec = spec("fake", guest("provider-fake"), &config(cloud, faults));
+async fn fake(component: &str, cloud: &FakeCloud, faults: serde_json::Value) -> ProviderHandle {
+    let mut spec = spec("fake", guest(component), &config(cloud, faults));
     spec.allow_list = allow(&[&cloud.url()]);
     ProviderHandle::new(load(spec).await)
 }
@@ -75,10 +76,9 @@ fn address(type_: &str, address: &str) -> NodeAddress {
     NodeAddress { type_: type_.into(), address: address.into() }
 }
 
-#[tokio::test]
-async fn provider_info() {
+async fn provider_info(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     let info = handle.info();
     assert_eq!(info.name, "fake");
     assert!(info.has_cluster_id);
@@ -87,9 +87,8 @@ async fn provider_info() {
     assert_eq!(info.parts, all);
 }
 
-#[tokio::test]
-async fn disabled_parts_are_reported() {
-    let mut spec = spec("fake", guest("provider-fake"), br#"{"disabledParts": ["zones", "clusters"]}"#);
+async fn disabled_parts_are_reported(component: &str) {
+    let mut spec = spec("fake", guest(component), br#"{"disabledParts": ["zones", "clusters"]}"#);
     spec.allow_list = allow(&[]);
     let provider = load(spec).await;
     let parts = provider.info().parts;
@@ -100,10 +99,9 @@ async fn disabled_parts_are_reported() {
 
 /// Load balancers derived from the Service alone, with no cloud: what the
 /// benchmarks measure the controllers with, as upstream's in-memory fake.
-#[tokio::test]
-async fn stateless_load_balancers_need_no_cloud() {
+async fn stateless_load_balancers_need_no_cloud(component: &str) {
     let config = json!({"statelessLoadBalancers": true, "loadBalancerPool": ["203.0.113.0/28"]});
-    let mut spec = spec("fake", guest("provider-fake"), config.to_string().as_bytes());
+    let mut spec = spec("fake", guest(component), config.to_string().as_bytes());
     spec.allow_list = allow(&[]);
     let handle = ProviderHandle::new(load(spec).await);
     assert!(handle.info().parts.load_balancer, "served without a cloud");
@@ -127,10 +125,9 @@ async fn stateless_load_balancers_need_no_cloud() {
     assert!(matches!(outside, Err(ProviderError::Cloud(message)) if message.contains("not an address of the pool")));
 }
 
-#[tokio::test]
-async fn instances_v2() {
+async fn instances_v2(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     assert!(handle.instance_exists(&node("node-a", None)).await.unwrap());
     assert!(handle.instance_exists(&node("renamed", Some("fake://i-a"))).await.unwrap());
     assert!(!handle.instance_exists(&node("node-c", None)).await.unwrap(), "terminated");
@@ -148,10 +145,9 @@ async fn instances_v2() {
     assert_eq!(handle.instance_metadata(&node("nowhere", None)).await, Err(ProviderError::InstanceNotFound));
 }
 
-#[tokio::test]
-async fn instances_v1() {
+async fn instances_v1(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     let addresses = [address("InternalIP", "10.0.0.1"), address("Hostname", "node-a")];
     assert_eq!(handle.node_addresses("node-a").await.unwrap(), addresses);
     assert_eq!(handle.node_addresses_by_provider_id("fake://i-a").await.unwrap(), addresses);
@@ -171,10 +167,9 @@ async fn instances_v1() {
     assert!(matches!(&err, ProviderError::Cloud(message) if message.contains("fake://")), "{err}");
 }
 
-#[tokio::test]
-async fn zones_and_clusters() {
+async fn zones_and_clusters(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     let zone = handle.get_zone().await.unwrap();
     assert_eq!((zone.failure_domain.as_str(), zone.region.as_str()), ("zone-1", "region-1"));
     assert_eq!(handle.get_zone_by_provider_id("fake://i-b").await.unwrap().failure_domain, "zone-2");
@@ -183,10 +178,9 @@ async fn zones_and_clusters() {
     assert_eq!(handle.master("test-cluster").await.unwrap(), "https://master.example");
 }
 
-#[tokio::test]
-async fn load_balancer_lifecycle() {
+async fn load_balancer_lifecycle(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     let web = service("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", None);
     assert_eq!(handle.get_load_balancer(&web).await.unwrap(), None);
     assert_eq!(handle.get_load_balancer_name(&web).await.unwrap(), "a0f1e2d3c4b5a69788796a5b4c3d2e1f");
@@ -216,10 +210,9 @@ async fn load_balancer_lifecycle() {
     assert!(matches!(&err, ProviderError::Cloud(message) if message.contains("does not exist")), "{err}");
 }
 
-#[tokio::test]
-async fn load_balancer_addresses_come_from_the_pool() {
+async fn load_balancer_addresses_come_from_the_pool(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     let wanted = service("uid-wanted", Some("203.0.113.9"));
     let status = handle.ensure_load_balancer(&wanted, &NodeSet::of([])).await.unwrap();
     assert_eq!(status.ingress.unwrap()[0].ip.as_deref(), Some("203.0.113.9"));
@@ -239,10 +232,9 @@ async fn load_balancer_addresses_come_from_the_pool() {
     assert!(matches!(&err, ProviderError::Cloud(message) if message.contains("exhausted")), "{err}");
 }
 
-#[tokio::test]
-async fn routes() {
+async fn routes(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
-    let handle = fake(&cloud, json!({})).await;
+    let handle = fake(component, &cloud, json!({})).await;
     assert!(handle.list_routes().await.unwrap().is_empty());
     let route = Route { target_node: "node-a".into(), destination_cidr: "10.244.1.0/24".into(), ..Default::default() };
     handle.create_route("uid-node-a", &route).await.unwrap();
@@ -258,8 +250,7 @@ async fn routes() {
     assert!(handle.list_routes().await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn injected_faults() {
+async fn injected_faults(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
     let faults = json!({
         "load-balancer.ensure": {"error": {"kind": "retry", "delayMs": 1500, "message": "quota refill"}},
@@ -267,7 +258,7 @@ async fn injected_faults() {
         "load-balancer.get": {"error": {"kind": "implemented-elsewhere"}},
         "instances-v2.metadata": {"latencyMs": 150},
     });
-    let handle = fake(&cloud, faults).await;
+    let handle = fake(component, &cloud, faults).await;
     let web = service("uid-web", None);
     assert_eq!(
         handle.ensure_load_balancer(&web, &NodeSet::of([])).await,
@@ -280,11 +271,10 @@ async fn injected_faults() {
     assert!(started.elapsed() >= Duration::from_millis(150), "{:?}", started.elapsed());
 }
 
-#[tokio::test]
-async fn bad_config_fails_to_load_with_its_reason() {
+async fn bad_config_fails_to_load_with_its_reason(component: &str) {
     let err = wasm_ccm_host::LoadedProvider::load(
         &wasm_ccm_tests::engine(),
-        spec("fake", guest("provider-fake"), b"{\"instances\": 3}"),
+        spec("fake", guest(component), b"{\"instances\": 3}"),
     )
     .await
     .err()
@@ -292,3 +282,17 @@ async fn bad_config_fails_to_load_with_its_reason() {
     let message = err.to_string();
     assert!(message.contains("invalid fake provider config"), "{message}");
 }
+
+on_both_fakes!(
+    provider_info,
+    disabled_parts_are_reported,
+    stateless_load_balancers_need_no_cloud,
+    instances_v2,
+    instances_v1,
+    zones_and_clusters,
+    load_balancer_lifecycle,
+    load_balancer_addresses_come_from_the_pool,
+    routes,
+    injected_faults,
+    bad_config_fails_to_load_with_its_reason,
+);

@@ -480,3 +480,22 @@ on_both_api_servers!(
     gone_instances_are_deleted_and_stopped_ones_tainted,
     routes_follow_the_nodes_pod_cidrs,
 );
+
+/// The Go fake, the same provider written with the Go SDK, serves the
+/// controllers as the Rust one does: nodes and a load balancer's whole life
+/// on the harness here; `WASM_CCM_TEST_FAKE=provider-fake-go` runs every
+/// test of this file with it.
+mod go_fake {
+    use wasm_ccm_tests::backend::Backend;
+    use wasm_ccm_tests::cluster::FAKE_COMPONENT;
+
+    #[tokio::test]
+    async fn nodes_are_initialized_from_the_cloud() {
+        FAKE_COMPONENT.scope("provider-fake-go", super::nodes_are_initialized_from_the_cloud(&Backend::Harness)).await;
+    }
+
+    #[tokio::test]
+    async fn load_balancer_lifecycle() {
+        FAKE_COMPONENT.scope("provider-fake-go", super::load_balancer_lifecycle(&Backend::Harness)).await;
+    }
+}

@@ -1,8 +1,9 @@
 //! `wasm-ccm provider new`: the crate it writes passes its own unit test,
 //! builds to a component with the project's guest build, and runs under
 //! the conformance suite, which reports what the skeleton leaves
-//! unimplemented.
+//! unimplemented; and the same of the Go skeleton, `guest-sdk-go/template`.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 use wasm_ccm_tests::process::binary;
@@ -49,12 +50,17 @@ fn a_new_provider_builds_tests_and_runs_conformance() {
     let component = crate_dir.join("target/wasm/provider_acme.wasm");
     assert!(component.exists());
 
-    // Conformance: it loads and answers, and each unwritten method is reported.
-    let fixture = dir.path().join("fixture.yaml");
+    conforms_as_far_as_written(dir.path(), &component);
+}
+
+/// Conformance of a skeleton's `component`: it loads and answers, and each
+/// unwritten method is reported.
+fn conforms_as_far_as_written(dir: &Path, component: &Path) {
+    let fixture = dir.join("fixture.yaml");
     std::fs::write(&fixture, "nodes: [{metadata: {name: node-a}}]\nservices: [{metadata: {name: web}, spec: {ports: [{port: 80, nodePort: 30080}]}}]\n").unwrap();
     let output = Command::new(binary())
         .args(["provider", "conformance"])
-        .arg(&component)
+        .arg(component)
         .arg("--fixture")
         .arg(&fixture)
         .output()
@@ -88,4 +94,36 @@ fn reason(table: &str, check: &str) -> Option<String> {
         return None;
     }
     lines.next().map(|line| line.trim().to_owned())
+}
+
+/// The Go skeleton, `guest-sdk-go/template`, set up as the README says:
+/// copied, its `go.mod` pointed at this checkout's SDK, its native test
+/// passing, built with `providers/build.sh`, and run by the conformance
+/// suite, which reports what the skeleton leaves unimplemented.
+#[test]
+fn the_go_skeleton_builds_tests_and_runs_conformance() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("acme");
+    let sdk = repository().join("guest-sdk-go").canonicalize().unwrap();
+    run(Command::new("cp").arg("-r").arg(sdk.join("template")).arg(&module));
+    let go_mod = std::fs::read_to_string(module.join("go.mod")).unwrap();
+    let go_mod = go_mod.replace("=> ..\n", &format!("=> {}\n", sdk.display()));
+    std::fs::write(module.join("go.mod"), go_mod).unwrap();
+
+    // The build installs Go when it is missing, so it comes first.
+    run(Command::new(repository().join("providers/build.sh")).arg(&module));
+    let component = module.join("target/wasm/provider_acme.wasm");
+    assert!(component.exists());
+    let scripts = run(Command::new("python3").args(["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]));
+    let path = format!("{}:{}", String::from_utf8_lossy(&scripts.stdout).trim(), std::env::var("PATH").unwrap());
+    let tested = run(Command::new("go")
+        .args(["test", "-count=1", "-v", "./..."])
+        .env("PATH", path)
+        .env("GOPROXY", "off")
+        .env("GOTOOLCHAIN", "local")
+        .current_dir(&module));
+    let tested = String::from_utf8_lossy(&tested.stdout);
+    assert_eq!(tested.matches("--- PASS").count(), 2, "{tested}");
+
+    conforms_as_far_as_written(dir.path(), &component);
 }

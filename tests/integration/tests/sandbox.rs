@@ -1,17 +1,19 @@
 //! A hostile provider against the sandbox: each attack is stopped with a
 //! clear error, and the next call works.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use k8s_openapi::api::core::v1::{Service, ServiceSpec};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, NodeStatus, Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prometheus_client::registry::Registry;
-use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
+use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot, ProviderError};
 use wasm_ccm_envtest::pki::LoopbackTls;
 use wasm_ccm_host::{
     Allocation, AllowList, Credentials, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle, Role, Seal,
+    Start,
 };
 use wasm_ccm_tests::echo::EchoServer;
 use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
@@ -530,4 +532,94 @@ async fn http_metrics_label_allowed_hosts_and_status_classes_only() {
         "{text}"
     );
     assert_still_serves(&handle).await;
+}
+
+/// A Go provider reaches WASI through the preview1 adapter, which the host
+/// links to the same empty interfaces.
+async fn hostile_go(limits: Limits) -> ProviderHandle {
+    let mut spec = spec("hostile-go", guest("guest-hostile-go"), b"");
+    spec.limits = limits;
+    ProviderHandle::new(load(spec).await)
+}
+
+#[tokio::test]
+async fn a_go_guest_has_no_files_environment_arguments_stdin_or_sockets() {
+    let handle = hostile_go(Limits::default()).await;
+    for (attack, arg) in
+        [("file", "/etc/passwd"), ("file", "go.mod"), ("create", "/tmp/written"), ("dir", "/"), ("dir", ".")]
+    {
+        let err = run(&handle, attack, arg).await.unwrap_err();
+        assert!(
+            matches!(&err, ProviderError::Cloud(message) if message.starts_with(&format!("{attack}: "))),
+            "{attack} {arg}: {err:?}"
+        );
+    }
+    assert_eq!(run(&handle, "env", "").await.unwrap(), "0 variables, 0 arguments, HOME false \"\"");
+    assert_eq!(run(&handle, "stdin", "").await.unwrap(), "stdin 0 bytes, <nil>");
+    let err = run(&handle, "dial", "127.0.0.1:80").await.unwrap_err();
+    assert!(matches!(&err, ProviderError::Cloud(message) if message.starts_with("dial: ")), "{err:?}");
+    assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+#[tokio::test]
+async fn a_go_panic_is_reported_with_its_message_and_fails_the_call_only() {
+    let handle = hostile_go(Limits::default()).await;
+    let err = run(&handle, "panic", "the cloud is on fire").await.unwrap_err();
+    let ProviderError::Panic { message } = &err else { panic!("not a panic: {err:?}") };
+    assert!(message.starts_with("the cloud is on fire (at "), "{message}");
+    assert!(message.contains("main.go:"), "{message}");
+    assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+#[tokio::test]
+async fn a_go_loop_stops_at_its_deadline() {
+    let deadline = Duration::from_millis(300);
+    let handle = hostile_go(Limits { deadline, ..Limits::default() }).await;
+    let started = Instant::now();
+    assert_eq!(run(&handle, "spin", "").await, Err(ProviderError::DeadlineExceeded { deadline }));
+    assert!(started.elapsed() < deadline + TICK + SCHEDULING_SLACK, "{:?}", started.elapsed());
+    assert_eq!(run(&handle, "", "").await.unwrap(), "ok with 0 nodes");
+}
+
+/// A Go component still holds host resources when `initialize` returns, so
+/// the host cannot snapshot it: the factory runs again in every call.
+#[tokio::test]
+async fn a_go_guest_is_initialised_in_every_call() {
+    let loaded = load(spec("hostile-go", guest("guest-hostile-go"), b"")).await;
+    assert_eq!(loaded.start_kind(), Start::Initializing);
+    let handle = ProviderHandle::new(loaded);
+    let first = run(&handle, "born", "").await.unwrap();
+    let second = run(&handle, "born", "").await.unwrap();
+    assert!(first.starts_with("born ") && second.starts_with("born "), "{first} / {second}");
+    assert_ne!(first, second, "each call builds the provider afresh");
+}
+
+fn node(name: &str, provider_id: Option<&str>, internal_ip: Option<&str>) -> Arc<Node> {
+    Arc::new(Node {
+        metadata: ObjectMeta { name: Some(name.into()), uid: Some(format!("uid-{name}")), ..Default::default() },
+        spec: Some(NodeSpec { provider_id: provider_id.map(str::to_owned), ..Default::default() }),
+        status: Some(NodeStatus {
+            addresses: internal_ip.map(|ip| vec![NodeAddress { type_: "InternalIP".into(), address: ip.into() }]),
+            ..Default::default()
+        }),
+    })
+}
+
+/// Every view of the node set the host lends a Go provider reads as the
+/// host holds it.
+#[tokio::test]
+async fn a_go_guest_reads_every_view_of_the_node_set() {
+    let handle = hostile_go(Limits::default()).await;
+    let current = NodeSnapshot::new(vec![node("c", None, None), node("a", Some("x://a"), Some("10.0.0.1"))]);
+    let previous = NodeSnapshot::new(vec![node("a", Some("x://a"), None), node("b", Some("x://b"), None)]);
+    let nodes = NodeSet::new(Arc::new(current), Some(Arc::new(previous)));
+    let status = handle.ensure_load_balancer(&attack("nodes", ""), &nodes).await.unwrap();
+    assert_eq!(
+        status.ingress.unwrap()[0].hostname.as_deref(),
+        Some("names a,c ids x://a, internal 10.0.0.1, uids uid-a,uid-c previous true added [1] removed [{b x://b}]")
+    );
+    assert_eq!(
+        run(&handle, "nodes", "").await.unwrap(),
+        "names  ids  internal  uids  previous false added [] removed []"
+    );
 }

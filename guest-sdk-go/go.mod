@@ -1,0 +1,3 @@
+module github.com/wasm-ccm/wasm-ccm/guest-sdk-go
+
+go 1.24

@@ -1,0 +1,7 @@
+module github.com/wasm-ccm/wasm-ccm/providers/fake-go
+
+go 1.24
+
+require github.com/wasm-ccm/wasm-ccm/guest-sdk-go v0.0.0
+
+replace github.com/wasm-ccm/wasm-ccm/guest-sdk-go => ../../guest-sdk-go
