@@ -26,6 +26,12 @@
 //! and `upstream-ccm-fake` (`UPSTREAM_CCM`, else beside kube-apiserver).
 //! `BENCH_SKIP_UPSTREAM_DEFAULTS=1` leaves out upstream at its defaults,
 //! which takes minutes per scenario.
+//!
+//! `BENCH_CLUSTERS` lists the clusters to run the first scenario in, by
+//! node count, `-not-ready` marking nodes without a Ready condition or
+//! addresses, as after a zone outage: `100,1000,2000-not-ready` (default
+//! `100`; the second scenario runs in the first cluster only). The storm's
+//! controller CPU is reported beside its time.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -43,7 +49,6 @@ use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_tests::repository;
 
 const SERVICES: usize = 1000;
-const NODES: usize = 100;
 const STORM: usize = 10;
 const TIMEOUT: Duration = Duration::from_secs(600);
 /// How long after the last ingress the API requests are counted.
@@ -137,6 +142,41 @@ fn upstream_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The nodes a run starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cluster {
+    nodes: usize,
+    /// With a Ready condition and an address, else with neither.
+    ready: bool,
+}
+
+impl Cluster {
+    /// `BENCH_CLUSTERS`, or 100 Ready nodes.
+    fn from_env() -> anyhow::Result<Vec<Cluster>> {
+        let listed = std::env::var("BENCH_CLUSTERS").unwrap_or_else(|_| "100".to_owned());
+        listed
+            .split(',')
+            .map(|entry| {
+                let (count, ready) = match entry.trim().strip_suffix("-not-ready") {
+                    Some(count) => (count, false),
+                    None => (entry.trim(), true),
+                };
+                let nodes =
+                    count.parse().map_err(|_| anyhow::anyhow!("BENCH_CLUSTERS: {entry:?} is not a node count"))?;
+                Ok(Cluster { nodes, ready })
+            })
+            .collect()
+    }
+
+    fn label(&self) -> String {
+        format!("{} {} nodes", self.nodes, if self.ready { "Ready" } else { "NotReady" })
+    }
+
+    fn node(&self, index: usize) -> Node {
+        node(index, self.ready)
+    }
+}
+
 /// When the Services are created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scenario {
@@ -155,7 +195,9 @@ struct Run {
     peak_kib: u64,
     requests: u64,
     breakdown: String,
-    storm: Option<Duration>,
+    /// How long until every load balancer had the storm's nodes, and the
+    /// controller's CPU seconds meanwhile.
+    storm: Option<(Duration, f64)>,
 }
 
 /// Node `index`'s address.
@@ -163,15 +205,19 @@ fn address(index: usize) -> String {
     format!("10.0.{}.{}", index / 256, index % 256)
 }
 
-fn node(index: usize) -> Node {
+fn node(index: usize, ready: bool) -> Node {
     let name = format!("node-{index:03}");
+    let status = match ready {
+        true => json!({
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "addresses": [{"type": "InternalIP", "address": address(index)}],
+        }),
+        false => json!({}),
+    };
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
         "spec": {"providerID": format!("fake://i-{index:03}")},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "addresses": [{"type": "InternalIP", "address": address(index)}],
-        },
+        "status": status,
     }))
     .expect("a node")
 }
@@ -214,12 +260,12 @@ impl Ingresses {
 /// targeted and its failures; upstream logs each `UpdatedLoadBalancer`
 /// event (its broadcaster drops events its rate-limited client cannot
 /// write in time, so the API has fewer).
-fn storm_converged(contender: &Contender, log: &Path) -> anyhow::Result<bool> {
+fn storm_converged(contender: &Contender, cluster: Cluster, log: &Path) -> anyhow::Result<bool> {
     let log = std::fs::read_to_string(log)?;
     Ok(match contender {
         Contender::WasmCcm { .. } => log.lines().any(|line| {
             line.contains("synced load balancer nodes")
-                && line.contains(&format!("nodes={}", NODES + STORM))
+                && line.contains(&format!("nodes={}", cluster.nodes + STORM))
                 && line.contains("failed=0")
         }),
         _ => {
@@ -233,11 +279,11 @@ fn storm_converged(contender: &Contender, log: &Path) -> anyhow::Result<bool> {
     })
 }
 
-async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyhow::Result<Run> {
+async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster: Cluster) -> anyhow::Result<Run> {
     let plane = ControlPlane::start(assets, Options { audit: true }).await?;
     let admin = plane.client(Identity::Admin).await?;
     let services: Api<Service> = Api::namespaced(admin.clone(), "default");
-    create_all(&Api::<Node>::all(admin.clone()), (0..NODES).map(node).collect()).await?;
+    create_all(&Api::<Node>::all(admin.clone()), (0..cluster.nodes).map(|index| cluster.node(index)).collect()).await?;
     if scenario == Scenario::Existing {
         create_all(&services, (0..SERVICES).map(service).collect()).await?;
     }
@@ -277,7 +323,9 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyh
         tokio::time::sleep(SETTLE).await;
         let requests = plane.audited_requests()?.of(contender.identity());
         let storm = match scenario {
-            Scenario::Existing => Some(storm(contender, &admin, &mut child, &dir.path().join("controller.log")).await?),
+            Scenario::Existing => {
+                Some(storm(contender, cluster, &admin, &mut child, &dir.path().join("controller.log")).await?)
+            }
             Scenario::Arriving => None,
         };
         anyhow::Ok(Run {
@@ -301,21 +349,53 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario) -> anyh
     result
 }
 
-/// Adds the storm's nodes, and says how long until every Service's load
-/// balancer was updated.
-async fn storm(contender: &Contender, admin: &kube::Client, child: &mut Child, log: &Path) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    create_all(&Api::<Node>::all(admin.clone()), (NODES..NODES + STORM).map(node).collect()).await?;
-    while !storm_converged(contender, log)? {
+/// Adds the storm's Ready nodes, and says how long until every Service's
+/// load balancer was updated and the controller's CPU seconds meanwhile.
+async fn storm(
+    contender: &Contender,
+    cluster: Cluster,
+    admin: &kube::Client,
+    child: &mut Child,
+    log: &Path,
+) -> anyhow::Result<(Duration, f64)> {
+    let (started, cpu_before) = (Instant::now(), cpu_time(&child.id().to_string()));
+    let added = (cluster.nodes..cluster.nodes + STORM).map(|index| node(index, true)).collect();
+    create_all(&Api::<Node>::all(admin.clone()), added).await?;
+    while !storm_converged(contender, cluster, log)? {
         anyhow::ensure!(child.try_wait()?.is_none(), "the controller manager exited");
         anyhow::ensure!(started.elapsed() < TIMEOUT, "the load balancers were not all updated");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(started.elapsed())
+    Ok((started.elapsed(), (cpu_time(&child.id().to_string()) - cpu_before).as_secs_f64()))
+}
+
+/// wasm-ccm at its defaults against tuned upstream, in this run.
+fn ratios(runs: &[(Contender, Run)]) {
+    let find =
+        |wanted: fn(&Contender) -> bool| runs.iter().find(|(contender, _)| wanted(contender)).map(|(_, run)| run);
+    let upstream = find(|contender| matches!(contender, Contender::UpstreamTuned));
+    let ours = find(
+        |contender| matches!(contender, Contender::WasmCcm { faults } if faults.as_object().is_none_or(|f| f.is_empty())),
+    );
+    let (Some(upstream), Some(ours)) = (upstream, ours) else { return };
+    let mut line = format!(
+        "\nwasm-ccm / tuned upstream: all ingress {:.2}×, peak RSS {:.2}×",
+        ours.time.as_secs_f64() / upstream.time.as_secs_f64(),
+        ours.peak_kib as f64 / upstream.peak_kib as f64,
+    );
+    if let (Some((ours_time, ours_cpu)), Some((upstream_time, upstream_cpu))) = (ours.storm, upstream.storm) {
+        line += &format!(
+            ", storm {:.2}× (CPU {:.2}×)",
+            ours_time.as_secs_f64() / upstream_time.as_secs_f64(),
+            ours_cpu / upstream_cpu.max(0.01)
+        );
+    }
+    println!("{line}");
 }
 
 fn row(contender: &Contender, run: &Run, services: usize) {
-    let storm = run.storm.map_or_else(|| "".to_owned(), |storm| format!("{:.2} s", storm.as_secs_f64()));
+    let storm =
+        run.storm.map_or_else(String::new, |(time, cpu)| format!("{:.2} s ({cpu:.2} s CPU)", time.as_secs_f64()));
     println!(
         "| {} | {:.2} s | {:.0} | {:.2} s | {:.1} ms | {:.2} s | {} MiB | {:.2} | {storm} |",
         contender.label(),
@@ -338,22 +418,28 @@ fn main() -> anyhow::Result<()> {
         contenders.insert(0, Contender::UpstreamDefaults);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let clusters = Cluster::from_env()?;
+    let mut runs_of = vec![(Scenario::Existing, clusters[0]), (Scenario::Arriving, clusters[0])];
+    runs_of.extend(clusters[1..].iter().map(|cluster| (Scenario::Existing, *cluster)));
     runtime.block_on(async {
-        for scenario in [Scenario::Existing, Scenario::Arriving] {
+        for (scenario, cluster) in runs_of {
             let mut runs = Vec::new();
             let mut contenders = contenders.clone();
-            if scenario == Scenario::Existing {
+            if scenario == Scenario::Existing && cluster == clusters[0] {
                 contenders.push(Contender::WasmCcm { faults: json!({"load-balancer.ensure": {"latencyMs": 50}}) });
             }
             for contender in contenders {
-                let run = run(&assets, &contender, scenario).await?;
+                let run = run(&assets, &contender, scenario, cluster).await?;
                 runs.push((contender, run));
             }
             match scenario {
                 Scenario::Existing => println!(
-                    "## {SERVICES} Services and {NODES} nodes existing before the start, then {STORM} nodes added\n"
+                    "## {SERVICES} Services and {} existing before the start, then {STORM} Ready nodes added\n",
+                    cluster.label()
                 ),
-                Scenario::Arriving => println!("## {SERVICES} Services created while the controller runs\n"),
+                Scenario::Arriving => {
+                    println!("## {SERVICES} Services created while the controller runs, {}\n", cluster.label())
+                }
             }
             println!(
                 "| controller | all ingress after | services/s | CPU | CPU per Service | API server + etcd CPU | peak RSS | API requests per Service | {STORM}-node storm |"
@@ -362,6 +448,7 @@ fn main() -> anyhow::Result<()> {
             for (contender, run) in &runs {
                 row(contender, run, SERVICES);
             }
+            ratios(&runs);
             println!();
             for (contender, run) in &runs {
                 println!("{}, API requests:\n\n```\n{}```\n", contender.label(), run.breakdown);
