@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
-use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +27,6 @@ use self::node_sync::NodeSync;
 use self::rules::update_event;
 use self::sync::ServiceSync;
 use crate::context::Context;
-use crate::events::Events;
 use crate::informer::Change;
 use crate::runner::{All, Runner, Stopped, stopping_all_on_failure};
 use crate::workqueue::WorkQueue;
@@ -56,7 +54,6 @@ pub struct ServiceTriggers {
     services: Store<Service>,
     queue: WorkQueue<ServiceKey>,
     node_queue: WorkQueue<All>,
-    events: Events,
 }
 
 impl<C: Cloud> ServiceController<C> {
@@ -73,14 +70,7 @@ impl<C: Cloud> ServiceController<C> {
             1,
             ctx.metrics.clone(),
         );
-        let triggers = ServiceTriggers {
-            claim,
-            memory,
-            services,
-            queue: sync.queue(),
-            node_queue: node_sync.queue(),
-            events: ctx.events.clone(),
-        };
+        let triggers = ServiceTriggers { claim, memory, services, queue: sync.queue(), node_queue: node_sync.queue() };
         ServiceController { triggers, sync, node_sync, resync_period: ctx.settings.load_balancer_resync_period }
     }
 
@@ -119,11 +109,13 @@ impl ServiceTriggers {
                 // Another provider letting the Service go changes only
                 // what this one does with it.
                 let turned = observed.previous.as_ref().is_some_and(|previous| self.claim.decide(previous) != action);
+                // Logged, not an event: upstream removed these Normal
+                // events in 1.32.
                 if let Some(previous) = observed.previous.filter(|_| observed.changed)
                     && let Some((reason, note)) =
                         update_event(&previous, &service, self.claim.wants(&previous), action == Action::Ensure)
                 {
-                    self.events.normal(service.object_ref(&()), reason, note);
+                    tracing::info!(service = %key, change = reason, "the Service changed: {note}");
                 }
                 if ((observed.changed || turned) && (action != Action::Ignore || observed.held))
                     || action == Action::Delete
@@ -200,7 +192,7 @@ mod tests {
     use crate::fixtures::{ServiceFixture, TestCloud, TestEnv};
 
     #[tokio::test]
-    async fn a_relevant_change_is_a_normal_event_and_a_sync() {
+    async fn a_relevant_change_is_a_sync_and_no_event() {
         let mut env = TestEnv::new(TestCloud::default()).await;
         let controller = ServiceController::new(env.context(), env.services(), env.claim());
         let triggers = controller.triggers();
@@ -211,9 +203,8 @@ mod tests {
         let mut moved = service.clone();
         moved.spec.as_mut().unwrap().load_balancer_ip = Some("192.0.2.9".into());
         triggers.observe(Change::Applied(Arc::new(moved.clone())));
-        let events: Vec<_> = env.events().into_iter().map(|(_, reason, _, note)| (reason, note)).collect();
-        assert_eq!(events, [("LoadbalancerIP".to_owned(), " -> 192.0.2.9".to_owned())]);
-        assert_eq!(controller.sync.queue().len(), 1, "and the Service is queued");
+        assert_eq!(env.events(), [], "upstream 1.33 logs the change and records no event");
+        assert_eq!(controller.sync.queue().len(), 1, "the Service is queued");
 
         triggers.observe(Change::Applied(Arc::new(moved)));
         assert_eq!(env.events(), [], "the same copy again changes nothing");

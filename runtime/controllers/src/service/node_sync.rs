@@ -94,20 +94,25 @@ impl<C: Cloud> NodeSync<C> {
         let started = Instant::now();
         self.ctx.metrics.load_balancer_synced();
         let set = NodeSet::new(nodes.clone(), self.memory.given(key));
+        // `Ok(true)`: updated; `Ok(false)`: nothing to update here, which
+        // upstream records no event for.
         let result = match self.ctx.cloud.update_load_balancer(&service, &set).await {
-            Ok(()) | Err(ProviderError::ImplementedElsewhere) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(ProviderError::ImplementedElsewhere) => Ok(false),
             // It is only an error if the load balancer still exists.
             Err(err) => match self.ctx.cloud.get_load_balancer(&service).await {
-                Ok(None) => Ok(()),
+                Ok(None) => Ok(false),
                 _ => Err(err),
             },
         };
         self.ctx.metrics.host_update(started.elapsed().as_secs_f64());
         let reference = service.object_ref(&());
         match result {
-            Ok(()) => {
+            Ok(updated) => {
                 self.memory.hosts_updated(key, nodes.clone());
-                if nodes.is_empty() {
+                if !updated {
+                    tracing::debug!(service = %key, "no load balancer to update the nodes of");
+                } else if nodes.is_empty() {
                     let note = "There are no available nodes for LoadBalancer";
                     self.ctx.events.warning(reference, "UnAvailableLoadBalancer", note);
                 } else {
@@ -219,5 +224,17 @@ mod tests {
         env.cloud.ensure_load_balancer_deleted(&service).await.unwrap();
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         assert!(retries.is_empty());
+        assert_eq!(env.event_reasons(), Vec::<String>::new(), "nothing was updated, as upstream records");
+    }
+
+    #[tokio::test]
+    async fn a_load_balancer_implemented_elsewhere_records_no_update() {
+        let (mut env, memory, _) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        env.cloud.fail(Function::UpdateLoadBalancer, ProviderError::ImplementedElsewhere);
+        env.add_node(Node::test("node-b")).await;
+        node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
+        assert!(retries.is_empty());
+        assert_eq!(env.event_reasons(), Vec::<String>::new());
     }
 }
