@@ -1,7 +1,7 @@
 //! `wasm-ccm provider new`: the crate it writes passes its own unit test,
 //! builds to a component with the project's guest build, and runs under
 //! the conformance suite, which reports what the skeleton leaves
-//! unimplemented; and the same of the Go skeleton, `guest-sdk-go/template`.
+//! unimplemented; and the same of the Go skeleton (`--lang go`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -50,12 +50,12 @@ fn a_new_provider_builds_tests_and_runs_conformance() {
     let component = crate_dir.join("target/wasm/provider_acme.wasm");
     assert!(component.exists());
 
-    conforms_as_far_as_written(dir.path(), &component);
+    conforms_as_far_as_written(dir.path(), "acme", &component);
 }
 
-/// Conformance of a skeleton's `component`: it loads and answers, and each
-/// unwritten method is reported.
-fn conforms_as_far_as_written(dir: &Path, component: &Path) {
+/// Conformance of the skeleton `name`'s `component`: it loads and answers,
+/// and each unwritten method is reported.
+fn conforms_as_far_as_written(dir: &Path, name: &str, component: &Path) {
     let fixture = dir.join("fixture.yaml");
     std::fs::write(&fixture, "nodes: [{metadata: {name: node-a}}]\nservices: [{metadata: {name: web}, spec: {ports: [{port: 80, nodePort: 30080}]}}]\n").unwrap();
     let output = Command::new(binary())
@@ -83,7 +83,7 @@ fn conforms_as_far_as_written(dir: &Path, component: &Path) {
         "{table}"
     );
     assert_eq!(reason("calls/errors"), None, "{table}");
-    assert!(table.lines().last().unwrap().starts_with(&format!("acme of {}: ", component.display())), "{table}");
+    assert!(table.lines().last().unwrap().starts_with(&format!("{name} of {}: ", component.display())), "{table}");
 }
 
 /// The reason under `check`'s row of a conformance table; `None` when it passed.
@@ -96,23 +96,30 @@ fn reason(table: &str, check: &str) -> Option<String> {
     lines.next().map(|line| line.trim().to_owned())
 }
 
-/// The Go skeleton, `guest-sdk-go/template`, set up as the README says:
-/// copied, its `go.mod` pointed at this checkout's SDK, its native test
-/// passing, built with `providers/build.sh`, and run by the conformance
-/// suite, which reports what the skeleton leaves unimplemented.
+/// The Go skeleton, written by `provider new --lang go` with its `go.mod`
+/// pointed at this checkout's SDK: its native test passing, built with
+/// `providers/build.sh`, and run by the conformance suite, which reports
+/// what the skeleton leaves unimplemented.
 #[test]
 fn the_go_skeleton_builds_tests_and_runs_conformance() {
     let dir = tempfile::tempdir().unwrap();
-    let module = dir.path().join("acme");
-    let sdk = repository().join("guest-sdk-go").canonicalize().unwrap();
-    run(Command::new("cp").arg("-r").arg(sdk.join("template")).arg(&module));
-    let go_mod = std::fs::read_to_string(module.join("go.mod")).unwrap();
-    let go_mod = go_mod.replace("=> ..\n", &format!("=> {}\n", sdk.display()));
-    std::fs::write(module.join("go.mod"), go_mod).unwrap();
+    let module = dir.path().join("big-cloud");
+    let sdk = repository().join("guest-sdk-go");
+    let created = run(Command::new(binary())
+        .args(["provider", "new", "big-cloud", "--lang", "go", "--sdk"])
+        .arg(&sdk)
+        .current_dir(dir.path()));
+    assert!(
+        String::from_utf8_lossy(&created.stdout)
+            .starts_with("created big-cloud (provider-big-cloud, Go: load-balancer, instances-v2)")
+    );
+    for file in ["go.mod", "main.go", "big_cloud.go", "big_cloud_test.go", "README.md"] {
+        assert!(module.join(file).exists(), "{file}");
+    }
 
     // The build installs Go when it is missing, so it comes first.
     run(Command::new(repository().join("providers/build.sh")).arg(&module));
-    let component = module.join("target/wasm/provider_acme.wasm");
+    let component = module.join("target/wasm/provider_big_cloud.wasm");
     assert!(component.exists());
     let scripts = run(Command::new("python3").args(["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"]));
     let path = format!("{}:{}", String::from_utf8_lossy(&scripts.stdout).trim(), std::env::var("PATH").unwrap());
@@ -125,5 +132,5 @@ fn the_go_skeleton_builds_tests_and_runs_conformance() {
     let tested = String::from_utf8_lossy(&tested.stdout);
     assert_eq!(tested.matches("--- PASS").count(), 2, "{tested}");
 
-    conforms_as_far_as_written(dir.path(), &component);
+    conforms_as_far_as_written(dir.path(), "big-cloud", &component);
 }

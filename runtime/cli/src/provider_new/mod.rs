@@ -1,5 +1,8 @@
 //! `wasm-ccm provider new`: a provider crate to start from, with the SDK
-//! skeleton of the chosen parts, a native unit test and a README.
+//! skeleton of the chosen parts, a native unit test and a README; or the
+//! same of a Go module.
+
+mod go;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,20 +41,35 @@ impl Part {
     }
 }
 
+/// The language a provider is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// A crate using `wasm-ccm-sdk`.
+    Rust,
+    /// A Go module using the Go SDK, `guest-sdk-go`, with the load balancer
+    /// and instances (v2) parts.
+    Go,
+}
+
 /// `provider new` flags.
 #[derive(Debug, clap::Args)]
 pub struct NewArgs {
     /// The provider's name: the scheme of its provider IDs, and the crate
     /// `provider-NAME` in the directory NAME.
     pub name: String,
-    /// The parts it supports, comma-separated.
+    /// The language of the skeleton.
+    #[arg(long, value_enum, default_value = "rust")]
+    pub lang: Lang,
+    /// The parts it supports, comma-separated (a Rust skeleton's; the Go
+    /// skeleton has the defaults).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "load-balancer,instances-v2")]
     pub parts: Vec<Part>,
     /// Where to write the crate; the directory must not exist.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// A local checkout's `guest-sdk` to depend on, instead of the SDK from
-    /// the project's repository.
+    /// A local checkout's `guest-sdk` (`guest-sdk-go` for Go) to depend on,
+    /// instead of the SDK from the project's repository (for Go, the
+    /// `replace` directive of `go.mod` to fill in).
     #[arg(long, value_name = "DIR")]
     pub sdk: Option<PathBuf>,
 }
@@ -71,6 +89,21 @@ pub fn new(args: NewArgs) -> anyhow::Result<()> {
     parts.dedup();
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(name));
     anyhow::ensure!(!dir.exists(), "{} already exists", dir.display());
+    if args.lang == Lang::Go {
+        anyhow::ensure!(
+            parts == [Part::LoadBalancer, Part::InstancesV2],
+            "the Go skeleton has the load balancer and instances (v2) parts; add others in its Go code"
+        );
+        let sdk =
+            args.sdk.as_ref().map(|path| path.canonicalize().with_context(|| format!("--sdk {}", path.display())));
+        go::write_module(name, &dir, sdk.transpose()?.as_deref())?;
+        println!("created {} (provider-{name}, Go: {})", dir.display(), part_list(&parts));
+        match &args.sdk {
+            Some(_) => println!("next: cd {} && go test ./..., then build it as its README says", dir.display()),
+            None => println!("next: point go.mod's replace directive at guest-sdk-go, then go test ./..."),
+        }
+        return Ok(());
+    }
     let sdk = match &args.sdk {
         Some(path) => {
             let path = path.canonicalize().with_context(|| format!("--sdk {}", path.display()))?;
@@ -168,8 +201,8 @@ fn lib_rs(name: &str, parts: &[Part]) -> String {
         text,
         r#"use wasm_ccm_sdk::{{{imports}}};
 
-/// The provider, as built for one call: the host builds it afresh for every
-/// call, so what must last lives in the cloud.
+/// The provider, built once per configuration: every call starts from a
+/// fresh copy of it, so what must last lives in the cloud.
 pub struct {type_name} {{
     /// The cloud's API, from the `endpoint` of the configuration.
     endpoint: String,
@@ -298,7 +331,7 @@ fn readme(name: &str) -> String {
 The `{name}` cloud provider for [wasm-ccm](https://github.com/wasm-ccm/wasm-ccm): a WebAssembly
 component that wasm-ccm's cloud controllers call as upstream's call `cloudprovider.Interface`. Each
 part it supports is a `wasm_ccm_sdk` trait in `src/lib.rs`; a method not written answers "not
-implemented". The host builds the provider afresh for every call: keep state in the cloud.
+implemented". Every call starts from a fresh copy of the provider `new` built: keep state in the cloud.
 
 ## Test it natively
 
