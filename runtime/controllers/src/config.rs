@@ -37,16 +37,25 @@ impl ControllerName {
 }
 
 impl ControllerName {
-    /// Upstream's name for the controller: its events' reporting component
-    /// and, with `--use-service-account-credentials`, its ServiceAccount
-    /// (upstream's route controller reports as `route_controller` and acts
-    /// as `route-controller`).
+    /// Upstream's name for the controller, its events' reporting component
+    /// but for the route controller's (`route_controller`).
     pub fn upstream_name(self) -> &'static str {
         match self {
             ControllerName::Service => "service-controller",
             ControllerName::CloudNode => "cloud-node-controller",
             ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle-controller",
             ControllerName::Route => "route-controller",
+        }
+    }
+
+    /// The ServiceAccount it acts as with `--use-service-account-credentials`,
+    /// upstream's: the two node controllers share `node-controller`, which
+    /// the API server's bootstrap RBAC (`system:controller:node-controller`)
+    /// already grants what they write.
+    pub fn service_account(self) -> &'static str {
+        match self {
+            ControllerName::CloudNode | ControllerName::CloudNodeLifecycle => "node-controller",
+            other => other.upstream_name(),
         }
     }
 
@@ -157,6 +166,12 @@ impl Default for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_node_controllers_act_as_upstream_s_node_controller() {
+        let accounts: Vec<_> = ControllerName::ALL.iter().map(|controller| controller.service_account()).collect();
+        assert_eq!(accounts, ["node-controller", "node-controller", "service-controller", "route-controller"]);
+    }
 
     fn parse(list: &[&str]) -> Result<Vec<&'static str>, String> {
         let list: Vec<String> = list.iter().map(|item| (*item).to_owned()).collect();

@@ -208,7 +208,7 @@ impl<C: Cloud> ControllerManager<C> {
         let (provider, cloud) = self
             .serving(serves)
             .ok_or(Stopped { controller: controller.as_str(), reason: "no provider serves it".to_owned() })?;
-        let client = self.clients.controller(controller.upstream_name(), stop.clone()).await?;
+        let client = self.clients.controller(controller.service_account(), stop.clone()).await?;
         Ok(Context {
             events: Events::new(client.clone(), controller.event_component()).for_provider(&provider),
             client,

@@ -1184,9 +1184,10 @@ async fn each_controller_acts_as_its_own_service_account() {
     let set = |users: &[&str]| users.iter().map(|user| (*user).to_owned()).collect::<BTreeSet<String>>();
     assert_eq!(writers("patch", "services"), set(&["service-controller"]), "the finalizer");
     assert_eq!(writers("patch", "services/status"), set(&["service-controller"]));
-    assert_eq!(writers("patch", "nodes"), set(&["cloud-node-controller"]), "provider ID, labels, taint");
-    assert_eq!(writers("patch", "nodes/status"), set(&["cloud-node-controller", "route-controller"]));
-    assert_eq!(writers("delete", "nodes"), set(&["cloud-node-lifecycle-controller"]));
+    // The node controllers act as upstream's do, as `node-controller`.
+    assert_eq!(writers("patch", "nodes"), set(&["node-controller"]), "provider ID, labels, taint");
+    assert_eq!(writers("patch", "nodes/status"), set(&["node-controller", "route-controller"]));
+    assert_eq!(writers("delete", "nodes"), set(&["node-controller"]));
     assert_eq!(writers("create", "serviceaccounts/token"), set(&["cloud-controller-manager"]));
     assert_eq!(writers("list", "services"), set(&["cloud-controller-manager"]), "the shared caches");
     let refused: Vec<_> = requests.iter().filter(|(request, _)| request.code == 403).collect();
