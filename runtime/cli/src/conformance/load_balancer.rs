@@ -1,9 +1,11 @@
 //! Load-balancer checks, per fixture Service: the whole life of one load
 //! balancer, from absent to gone.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 
-use wasm_ccm_cloud::{Cloud, Function, NodeSet, ProviderError};
+use wasm_ccm_cloud::{Cloud, Function, NodeSet, NodeSnapshot, ProviderError};
 
 use super::Suite;
 use super::fixture::name;
@@ -113,7 +115,11 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
     } else {
         report
             .check(format!("{key}/update"), async {
-                let fewer = NodeSet::of(nodes[..nodes.len() - 1].iter().cloned());
+                // As the controllers pass it: a change from the set the
+                // load balancer was ensured with, one node removed.
+                let snapshot =
+                    |nodes: &[Node]| Arc::new(NodeSnapshot::new(nodes.iter().cloned().map(Arc::new).collect()));
+                let fewer = NodeSet::new(snapshot(&nodes[..nodes.len() - 1]), Some(snapshot(nodes)));
                 calls
                     .run(Function::UpdateLoadBalancer, async |p| p.update_load_balancer(service, &fewer).await)
                     .await
