@@ -7,6 +7,7 @@ use wasm_ccm_cloud::ProviderError;
 
 use crate::client::reachability::is_transport_error;
 use crate::node::addresses::AddressError;
+use crate::service::ingress::RefusedIngress;
 
 /// Why a reconcile failed. Messages follow upstream's, so that events read
 /// as they do in any cluster.
@@ -34,6 +35,9 @@ pub enum Error {
     /// The cloud's addresses do not fit the node.
     #[error("provided node ip for node is not valid: {0}")]
     Addresses(#[from] AddressError),
+    /// The provider answered an ingress address that is not published.
+    #[error(transparent)]
+    RefusedIngress(#[from] RefusedIngress),
 }
 
 impl Error {
@@ -48,13 +52,14 @@ impl Error {
     }
 
     /// A short, stable name for metrics: the provider's error kind, `api`,
-    /// `unreachable` or `addresses`.
+    /// `unreachable`, `addresses` or `refused-ingress`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Cloud { source, .. } => source.kind(),
             Error::Api { source, .. } if is_transport_error(source) => "unreachable",
             Error::Api { .. } => "api",
             Error::Addresses(_) => "addresses",
+            Error::RefusedIngress(_) => "refused-ingress",
         }
     }
 

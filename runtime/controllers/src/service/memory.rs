@@ -32,6 +32,8 @@ struct Remembered {
     ensured: Option<Instant>,
     /// The status last written, and what the API server made of it.
     written: Option<(LoadBalancerStatus, LoadBalancerStatus)>,
+    /// Queued by the resync, with no change since.
+    resync: bool,
 }
 
 /// What a copy seen in the cache tells of the Service.
@@ -64,11 +66,22 @@ impl Memory {
     /// Records a copy of a Service seen in the cache.
     pub(super) fn observe(&self, key: &ServiceKey, service: &Arc<Service>) -> Observed {
         let digest = sync_digest(service);
-        self.with(key, |remembered| Observed {
-            changed: remembered.digest.replace(digest) != Some(digest),
-            held: remembered.held,
-            previous: remembered.seen.replace(service.clone()),
+        self.with(key, |remembered| {
+            let changed = remembered.digest.replace(digest) != Some(digest);
+            remembered.resync &= !changed;
+            Observed { changed, held: remembered.held, previous: remembered.seen.replace(service.clone()) }
         })
+    }
+
+    /// Records that the resync queued a Service.
+    pub(super) fn resync(&self, key: &ServiceKey) {
+        self.with(key, |remembered| remembered.resync = true);
+    }
+
+    /// Whether the sync about to run is the resync's alone, with no change
+    /// of the Service since it was queued; takes the mark.
+    pub(super) fn take_resync(&self, key: &ServiceKey) -> bool {
+        self.with(key, |remembered| std::mem::take(&mut remembered.resync))
     }
 
     /// Every Service remembered.
@@ -94,13 +107,12 @@ impl Memory {
     }
 
     /// Records the copy being reconciled, and whether the provider will
-    /// hold a load balancer for it; returns the copy before it if the
-    /// provider may have held one for that.
-    pub(super) fn reconciling(&self, key: &ServiceKey, service: Arc<Service>, holds: bool) -> Option<Arc<Service>> {
+    /// hold a load balancer for it.
+    pub(super) fn reconciling(&self, key: &ServiceKey, service: Arc<Service>, holds: bool) {
         self.with(key, |remembered| {
-            let held = std::mem::replace(&mut remembered.held, holds);
-            remembered.last.replace(service).filter(|_| held)
-        })
+            remembered.held = holds;
+            remembered.last = Some(service);
+        });
     }
 
     /// The copy last reconciled, if the provider may hold a load balancer

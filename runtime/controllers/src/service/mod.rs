@@ -4,6 +4,7 @@
 //! cloud repaired by ensuring every load balancer again each resync period.
 
 pub mod claim;
+pub mod ingress;
 pub(crate) mod lanes;
 mod memory;
 pub(crate) mod node_changes;
@@ -170,6 +171,7 @@ impl ServiceTriggers {
             for (key, ensured) in self.memory.ensured_at() {
                 if now >= ensured + period + spread(&key, period) {
                     tracing::debug!(service = %key, "re-ensuring to repair drift");
+                    self.memory.resync(&key);
                     self.queue.add(key);
                 }
             }

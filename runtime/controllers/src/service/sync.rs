@@ -14,6 +14,7 @@ use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::ServiceKey;
 use super::claim::{Action, Claim, PROVIDER_ANNOTATION};
+use super::ingress;
 use super::memory::Memory;
 use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, same_ingress};
 use crate::context::Context;
@@ -43,12 +44,13 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
         };
         let action = self.claim.decide(&service);
         let held = self.memory.may_have_load_balancer(key);
-        if let Some(last) = self.memory.reconciling(key, service.clone(), action != Action::Ignore || held)
-            && last.metadata.uid != service.metadata.uid
-        {
+        // The new copy is recorded only once the old one's load balancer is
+        // gone, so that a failed delete is retried rather than leaked.
+        if let Some(last) = self.memory.held(key).filter(|last| last.metadata.uid != service.metadata.uid) {
             tracing::info!(service = %key, "the Service came back with another UID: deleting the old one's load balancer");
             self.delete_for_gone(&last).await?;
         }
+        self.memory.reconciling(key, service.clone(), action != Action::Ignore || held);
         let result = match action {
             Action::Ensure => self.ensure(key, &service).await,
             Action::Delete => self.delete(key, &service).await,
@@ -105,13 +107,19 @@ impl<C: Cloud> ServiceSync<C> {
         Ok(())
     }
 
+    /// Upstream's `ensureLoadBalancer`. A resync with no change of the
+    /// Service writes events only when it finds the load balancer's status
+    /// changed, so that a cluster's resyncs do not flood its events.
     async fn ensure(&self, key: &ServiceKey, service: &Arc<Service>) -> Result<(), Error> {
         let reference = service.object_ref(&());
-        self.ctx.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
+        let quiet = self.memory.take_resync(key);
+        if !quiet {
+            self.ctx.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
+        }
         let owned = has_finalizer(service) && annotation(service) == Some(&**self.claim.provider());
         let service = if owned { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
         let nodes = self.ctx.nodes.eligible();
-        if nodes.is_empty() {
+        if nodes.is_empty() && !quiet {
             let note = "There are no available nodes for LoadBalancer";
             self.ctx.events.warning(reference.clone(), "UnAvailableLoadBalancer", note);
         }
@@ -124,7 +132,15 @@ impl<C: Cloud> ServiceSync<C> {
             }
             Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
-        self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
+        if let Some(refused) = ingress::refused(&status, &self.ctx.settings.cluster_cidrs) {
+            return Err(refused.into());
+        }
+        let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
+        if quiet && (same_ingress(&current, &status) || self.memory.written(key, &status, &current)) {
+            tracing::debug!(service = %key, "the resync found the load balancer as it should be");
+        } else {
+            self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
+        }
         self.memory.ensured(key, nodes);
         self.patch_status(key, &service, status).await
     }
@@ -450,6 +466,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_failed_delete_of_the_old_uid_s_load_balancer_is_retried_not_leaked() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let mut again = env.service("web").await;
+        again.metadata.uid = Some("another-uid".into());
+        env.cache_service(again);
+        env.cloud.take_calls();
+        env.cloud.fail(Function::EnsureLoadBalancerDeleted, ProviderError::Cloud("busy".into()));
+        assert!(sync(&env, &memory).reconcile(&key).await.is_err());
+        env.cloud.heal(Function::EnsureLoadBalancerDeleted);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(
+            env.cloud.take_calls(),
+            ["ensure-deleted default/web", "ensure-deleted default/web", "ensure default/web"],
+            "the old load balancer's delete is retried before the new one is ensured"
+        );
+    }
+
+    #[tokio::test]
     async fn a_service_whose_status_is_current_is_not_written() {
         let mut env = env().await;
         let memory = Arc::default();
@@ -459,5 +496,63 @@ mod tests {
         env.api.reset_requests();
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.api.requests().total(), 0, "the finalizer and the ingress are there: no request");
+    }
+
+    #[tokio::test]
+    async fn an_ingress_in_the_cluster_s_pod_networks_is_refused_and_not_published() {
+        let mut env = env().await;
+        // The test cloud answers 192.0.2.<n>.
+        env.settings.cluster_cidrs = vec!["192.0.2.0/24".parse().unwrap()];
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        let err = sync(&env, &Arc::default()).reconcile(&key).await.unwrap_err();
+        assert!(matches!(err, Error::RefusedIngress(_)), "{err:?}");
+        assert!(err.to_string().ends_with("which is in the cluster's pod networks; nothing was published"), "{err}");
+        assert_eq!(ingress(&env.service("web").await), None, "nothing published");
+        let (_, reason, _, note) = env.events().pop().unwrap();
+        assert_eq!(reason, "SyncLoadBalancerFailed");
+        assert!(note.starts_with("Error syncing load balancer: the provider answered 192.0.2."), "{note}");
+    }
+
+    #[tokio::test]
+    async fn a_resync_that_finds_the_load_balancer_as_it_should_be_writes_no_event() {
+        let mut env = env().await;
+        let memory: Arc<Memory> = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        env.service("web").await;
+        env.event_reasons();
+        env.cloud.take_calls();
+
+        memory.resync(&key);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), ["ensure default/web"], "the resync ensures");
+        assert_eq!(env.event_reasons(), Vec::<String>::new(), "and finds nothing to report");
+
+        // Nor a warning when the cluster has no nodes.
+        env.uncache_node(Node::test("node-a"));
+        memory.resync(&key);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.event_reasons(), Vec::<String>::new());
+
+        // A sync for a change of the Service reports as before.
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.event_reasons(), ["EnsuringLoadBalancer", "UnAvailableLoadBalancer", "EnsuredLoadBalancer"]);
+    }
+
+    #[tokio::test]
+    async fn a_change_of_the_service_after_the_resync_queued_it_is_reported() {
+        let mut env = env().await;
+        let memory: Arc<Memory> = Arc::default();
+        let service = env.add_service(Service::test("web")).await;
+        let key = ObjectRef::from_obj(&service);
+        memory.observe(&key, &Arc::new(service.clone()));
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        env.event_reasons();
+        memory.resync(&key);
+        let mut moved = service;
+        moved.spec.as_mut().unwrap().load_balancer_ip = Some("192.0.2.9".into());
+        assert!(memory.observe(&key, &Arc::new(moved)).changed);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.event_reasons(), ["EnsuringLoadBalancer", "EnsuredLoadBalancer"]);
     }
 }
