@@ -2,7 +2,9 @@
 //! on-demand allocation; ensure-load-balancer with 1, 100 and 1000 nodes
 //! through the fake provider component against the same provider compiled
 //! natively; a call's cost beside the size of the provider's configuration
-//! (set-up runs once, not per call); memory per live instance.
+//! (set-up runs once, not per call); update-load-balancer with 100 and 5000
+//! nodes to a provider that reads only their provider IDs; memory per live
+//! instance.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,12 +13,13 @@ use k8s_openapi::api::core::v1::Node;
 use provider_fake::Fake;
 use serde_json::json;
 use wasm_ccm_bench::{Samples, fakes, micros, nodes, service};
-use wasm_ccm_cloud::{Cloud, NodeSet};
+use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits};
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
 use wasm_ccm_sdk::types as sdk;
 use wasm_ccm_sdk::{LoadBalancer, Provider};
+use wasm_ccm_tests::{guest, spec};
 
 const PROBES: usize = 5000;
 const ENSURES: usize = 500;
@@ -59,6 +62,20 @@ async fn configured(engine: &Engine, count: usize) -> anyhow::Result<(Duration, 
         samples.push(started.elapsed());
     }
     Ok((load, Samples::new(samples)))
+}
+
+/// `update-load-balancer` with `count` nodes, one of them new since the set
+/// given before, to the hostile guest, which reads only the provider IDs.
+async fn update_reading_provider_ids(engine: &Engine, count: usize) -> anyhow::Result<Samples> {
+    let handle = ProviderHandle::new(LoadedProvider::load(engine, spec("ids", guest("guest-hostile"), b"")).await?);
+    let mut nodes = nodes(count);
+    for (index, node) in nodes.iter_mut().enumerate() {
+        node.spec.get_or_insert_default().provider_id = Some(format!("fake://i-{index:05}"));
+    }
+    let snapshot = |nodes: &[Node]| Arc::new(NodeSnapshot::new(nodes.iter().cloned().map(Arc::new).collect()));
+    let set = NodeSet::new(snapshot(&nodes), Some(snapshot(&nodes[1..])));
+    let service = service();
+    fakes::timed(ENSURES, async || Ok(handle.update_load_balancer(&service, &set).await?)).await
 }
 
 /// Sends the natively running provider's requests with reqwest, as the
@@ -216,6 +233,16 @@ fn main() -> anyhow::Result<()> {
             medians.push(calls.median().as_secs_f64());
         }
         println!("\nCall median with 2000 instances / with 1: {:.2}", medians[1] / medians[0]);
+
+        println!("\n## update-load-balancer to a provider reading only provider IDs ({ENSURES} calls each)\n");
+        println!("| nodes | median | p99 |\n|---|---|---|");
+        let mut medians = Vec::new();
+        for count in [100, 5000] {
+            let calls = update_reading_provider_ids(&engine, count).await?;
+            println!("| {count} | {} | {} |", micros(calls.median()), micros(calls.p99()));
+            medians.push(calls.median().as_secs_f64());
+        }
+        println!("\nMedian with 5000 nodes / with 100: {:.2}", medians[1] / medians[0]);
 
         let per_instance = fakes::memory_per_instance(&engine, "provider-fake", LIVE_INSTANCES).await?;
         let reserved = engine.settings().max_memory;
