@@ -85,17 +85,26 @@ impl Contender {
         }
     }
 
-    /// Starts the controller manager against `plane`, its files and log in
-    /// `dir`.
-    fn spawn(&self, plane: &ControlPlane, dir: &Path) -> anyhow::Result<Child> {
+    /// Starts the controller manager against `plane` in `cluster`, its
+    /// files and log in `dir`.
+    fn spawn(&self, plane: &ControlPlane, cluster: Cluster, dir: &Path) -> anyhow::Result<Child> {
         let kubeconfig = dir.join("kubeconfig");
         plane.write_kubeconfig(self.identity(), &kubeconfig)?;
         let log = std::fs::File::create(dir.join("controller.log"))?;
         let mut command = match self {
             Contender::WasmCcm { faults } => {
                 let config = dir.join("fake.json");
-                let fake =
-                    json!({"statelessLoadBalancers": true, "loadBalancerPool": ["10.128.0.0/16"], "faults": faults});
+                // Every machine of the cluster and the storm, so that none
+                // is deleted as gone from the cloud.
+                let instances: Vec<Value> = (0..cluster.nodes + STORM)
+                    .map(|index| json!({"name": format!("node-{index:03}"), "id": format!("i-{index:03}")}))
+                    .collect();
+                let fake = json!({
+                    "statelessLoadBalancers": true,
+                    "loadBalancerPool": ["10.128.0.0/16"],
+                    "instances": instances,
+                    "faults": faults,
+                });
                 std::fs::write(&config, fake.to_string())?;
                 let mut command = Command::new(release_binary()?);
                 command
@@ -295,7 +304,7 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
     };
     let server_cpu_before = server_cpu();
     let spawned = Instant::now();
-    let mut child = contender.spawn(&plane, dir.path())?;
+    let mut child = contender.spawn(&plane, cluster, dir.path())?;
     let result = async {
         // The clock and the CPU count start with the Services' work: the
         // existing Services' include the controller's start.

@@ -46,14 +46,16 @@ pub fn resident_bytes() -> u64 {
 }
 
 /// The user and system CPU time of `process` (a PID, or `self`) so far,
-/// from `/proc/<process>/stat` (in clock ticks of 10 ms, Linux's
-/// `USER_HZ`): unlike wall time, it does not grow when other processes take
-/// the cores.
+/// its children that ended included (wasm-ccm compiles providers in child
+/// processes), from `/proc/<process>/stat` (in clock ticks of 10 ms,
+/// Linux's `USER_HZ`): unlike wall time, it does not grow when other
+/// processes take the cores.
 pub fn cpu_time(process: &str) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).unwrap_or_default();
-    // The fields after the command name, which is in parentheses.
+    // The fields after the command name, which is in parentheses: utime,
+    // stime, cutime and cstime.
     let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
+    let ticks: u64 = [11, 12, 13, 14].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
     Duration::from_millis(ticks * 10)
 }
 
