@@ -101,6 +101,43 @@ mod tests {
         "--v=2",
     ];
 
+    /// The arguments of Hetzner's hcloud-cloud-controller-manager manifest
+    /// and of a k3s external cloud provider example, but for the provider.
+    const PUBLIC_MANIFESTS: [&[&str]; 2] = [
+        &[
+            "wasm-ccm",
+            "run",
+            "--provider=/etc/wasm-ccm/provider.wasm",
+            "--allow-untagged-cloud",
+            "--cloud-provider=hcloud",
+            "--route-reconciliation-period=30s",
+            "--webhook-secure-port=0",
+            "--leader-elect=false",
+        ],
+        &[
+            "wasm-ccm",
+            "run",
+            "--provider=/etc/wasm-ccm/provider.wasm",
+            "--cloud-provider=aws",
+            "--v=2",
+            "--controllers=cloud-node-controller,cloud-node-lifecycle-controller,service-lb-controller",
+            "--configure-cloud-routes=false",
+            "--node-sync-period=1m",
+            "--authentication-kubeconfig=/etc/kubernetes/ccm.conf",
+            "--authorization-kubeconfig=/etc/kubernetes/ccm.conf",
+            "--bind-address=127.0.0.1",
+            "--secure-port=10258",
+        ],
+    ];
+
+    #[test]
+    fn public_manifests_flags_are_accepted() {
+        for manifest in PUBLIC_MANIFESTS {
+            let args = Args::try_parse_from(manifest).unwrap_or_else(|err| panic!("{manifest:?}: {err}"));
+            assert!(matches!(args.command, Command::Run(_)), "{manifest:?}");
+        }
+    }
+
     #[test]
     fn an_upstream_manifest_s_flags_are_accepted() {
         let args = Args::try_parse_from(UPSTREAM).unwrap_or_else(|err| panic!("{err}"));

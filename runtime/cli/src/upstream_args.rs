@@ -31,6 +31,41 @@ pub struct UpstreamArgs {
     /// The caches are never resynced in full: accepted with a warning.
     #[arg(long, value_name = "DURATION")]
     pub min_resync_period: Option<String>,
+    /// Untagged clouds are the provider's concern: accepted with a warning.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub allow_untagged_cloud: Option<bool>,
+    /// Node sets are synced as nodes change, not periodically: accepted
+    /// with a warning.
+    #[arg(long, value_name = "DURATION")]
+    pub node_sync_period: Option<String>,
+    /// There is no webhook server: accepted with a warning unless `0`.
+    #[arg(long, value_name = "PORT")]
+    pub webhook_secure_port: Option<u16>,
+    /// There are no webhooks: accepted with a warning.
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub webhooks: Vec<String>,
+    /// Volumes are not the cloud controller manager's: accepted with a
+    /// warning.
+    #[arg(long, value_name = "NAME")]
+    pub external_cloud_volume_plugin: Option<String>,
+    /// The controllers start together: accepted with a warning.
+    #[arg(long, value_name = "DURATION")]
+    pub controller_start_interval: Option<String>,
+    /// The admin server's certificate is `--tls-cert-file` or self-signed
+    /// in memory: accepted with a warning.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<String>,
+    /// The admin server authenticates bearer tokens only: accepted with a
+    /// warning.
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<String>,
+    /// The admin server keeps rustls' cipher suites and TLS versions:
+    /// accepted with a warning.
+    #[arg(long, value_delimiter = ',', value_name = "SUITE")]
+    pub tls_cipher_suites: Vec<String>,
+    /// As `--tls-cipher-suites`.
+    #[arg(long, value_name = "VERSION")]
+    pub tls_min_version: Option<String>,
 }
 
 impl UpstreamArgs {
@@ -55,6 +90,31 @@ impl UpstreamArgs {
         ignored(self.profiling == Some(true), "--profiling=true", "there are no profiling handlers");
         ignored(self.kube_api_content_type.is_some(), "--kube-api-content-type", "requests are JSON");
         ignored(self.min_resync_period.is_some(), "--min-resync-period", "the caches follow watches only");
+        ignored(self.allow_untagged_cloud.is_some(), "--allow-untagged-cloud", "tags are the provider's concern");
+        ignored(self.node_sync_period.is_some(), "--node-sync-period", "node sets sync as nodes change");
+        ignored(
+            self.webhook_secure_port.is_some_and(|port| port != 0),
+            "--webhook-secure-port",
+            "there are no webhooks",
+        );
+        ignored(!self.webhooks.is_empty(), "--webhooks", "there are no webhooks");
+        ignored(
+            self.external_cloud_volume_plugin.is_some(),
+            "--external-cloud-volume-plugin",
+            "volumes are not the cloud controller manager's",
+        );
+        ignored(
+            self.controller_start_interval.is_some(),
+            "--controller-start-interval",
+            "the controllers start together",
+        );
+        ignored(self.cert_dir.is_some(), "--cert-dir", "the certificate is --tls-cert-file's or self-signed in memory");
+        ignored(self.client_ca_file.is_some(), "--client-ca-file", "the admin server authenticates bearer tokens");
+        ignored(
+            !self.tls_cipher_suites.is_empty() || self.tls_min_version.is_some(),
+            "--tls-cipher-suites/--tls-min-version",
+            "the admin server keeps rustls' suites and versions (TLS 1.2 and 1.3)",
+        );
         notices
     }
 
@@ -93,13 +153,28 @@ mod tests {
             "--profiling",
             "--kube-api-content-type=application/vnd.kubernetes.protobuf",
             "--min-resync-period=12h",
+            "--allow-untagged-cloud",
+            "--node-sync-period=1m",
+            "--webhook-secure-port=10260",
+            "--webhooks=*",
+            "--external-cloud-volume-plugin=aws",
+            "--controller-start-interval=10s",
+            "--cert-dir=/var/run/ccm",
+            "--client-ca-file=/etc/kubernetes/pki/ca.crt",
+            "--tls-min-version=VersionTLS12",
         ])
         .unwrap();
         let notices = args.upstream.notices();
-        assert_eq!(notices.len(), 7, "{notices:?}");
+        assert_eq!(notices.len(), 16, "{notices:?}");
         assert!(!notices[0].0, "the provider's name is information");
         assert!(notices[1..].iter().all(|(warning, _)| *warning), "{notices:?}");
-        let quiet = Command::try_parse_from(["ccm", "--allocate-node-cidrs=false", "--profiling=false"]).unwrap();
+        let quiet = Command::try_parse_from([
+            "ccm",
+            "--allocate-node-cidrs=false",
+            "--profiling=false",
+            "--webhook-secure-port=0",
+        ])
+        .unwrap();
         assert!(quiet.upstream.notices().is_empty(), "what changes nothing is not reported");
     }
 }

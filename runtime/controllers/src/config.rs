@@ -77,8 +77,18 @@ impl fmt::Display for ControllerName {
 impl FromStr for ControllerName {
     type Err = String;
 
+    /// The short name, or upstream 1.33's (`service-lb-controller`,
+    /// `cloud-node-controller`, `cloud-node-lifecycle-controller`,
+    /// `node-route-controller`).
     fn from_str(name: &str) -> Result<Self, String> {
-        ControllerName::ALL.into_iter().find(|controller| controller.as_str() == name).ok_or_else(|| {
+        let canonical = |controller: ControllerName| match controller {
+            ControllerName::Service => "service-lb-controller",
+            ControllerName::CloudNode => "cloud-node-controller",
+            ControllerName::CloudNodeLifecycle => "cloud-node-lifecycle-controller",
+            ControllerName::Route => "node-route-controller",
+        };
+        let named = |controller: &ControllerName| controller.as_str() == name || canonical(*controller) == name;
+        ControllerName::ALL.into_iter().find(named).ok_or_else(|| {
             let known: Vec<&str> = ControllerName::ALL.iter().map(|controller| controller.as_str()).collect();
             format!("unknown controller {name:?}; known: {}", known.join(", "))
         })
@@ -88,7 +98,7 @@ impl FromStr for ControllerName {
 /// Whether `--controllers` names the route controller itself, not through
 /// `*`: then it must run.
 pub fn names_route(list: &[String]) -> bool {
-    list.iter().any(|item| item.trim() == ControllerName::Route.as_str())
+    list.iter().any(|item| item.trim().parse() == Ok(ControllerName::Route))
 }
 
 /// Which controllers run, from upstream's `--controllers` syntax: `*` for
@@ -166,6 +176,14 @@ impl Default for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_s_canonical_names_name_the_controllers() {
+        let list = ["service-lb-controller", "-node-route-controller", "cloud-node-controller"];
+        assert_eq!(parse(&list), Ok(vec!["service", "cloud-node"]));
+        assert_eq!(parse(&["*", "-cloud-node-lifecycle-controller"]), Ok(vec!["service", "cloud-node", "route"]));
+        assert!(names_route(&["node-route-controller".to_owned()]));
+    }
 
     #[test]
     fn the_node_controllers_act_as_upstream_s_node_controller() {
