@@ -101,8 +101,9 @@ mod tests {
         "--v=2",
     ];
 
-    /// The arguments of Hetzner's hcloud-cloud-controller-manager manifest
-    /// and of a k3s external cloud provider example, but for the provider.
+    /// Argument lists modelled on Hetzner's hcloud-cloud-controller-manager
+    /// manifest and a k3s external cloud provider example, with the
+    /// provider added.
     const PUBLIC_MANIFESTS: [&[&str]; 2] = [
         &[
             "wasm-ccm",
