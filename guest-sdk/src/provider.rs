@@ -13,7 +13,8 @@ use crate::{Error, NodeSet};
 /// The host builds the provider with [`Provider::new`] once per version and
 /// configuration, and starts every call from a fresh copy of the instance
 /// `new` left: set-up is paid once, and nothing one call keeps in memory
-/// reaches the next.
+/// reaches the next. What `new` draws at random is the same in every call:
+/// draw nonces and idempotency tokens in the call itself.
 pub trait Provider: Sized + 'static {
     /// `ProviderName()`; also the scheme of the provider IDs it issues.
     const NAME: &'static str;
