@@ -7,8 +7,13 @@
 //! series instead of creating another; a new note, such as a different
 //! cloud error, is a new event, so that no error message is hidden behind
 //! an older one.
+//!
+//! Each provider's events may take only a share of the backlog, so that a
+//! provider whose every call fails cannot crowd out the events of the
+//! others and of the node controllers.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,8 +30,14 @@ use tokio_stream::wrappers::ReceiverStream;
 
 /// Events waiting to be written; more are dropped, as upstream drops them.
 const BACKLOG: usize = 4096;
+/// Events of one provider waiting to be written; more of its events are
+/// dropped while the others' still find room.
+const PROVIDER_SHARE: usize = BACKLOG / 8;
 /// Events written at once.
 const WRITERS: usize = 2;
+/// The most bytes of a note `events.k8s.io/v1` accepts; longer ones are cut,
+/// as upstream's scheduler cuts its messages, rather than refused.
+const NOTE_LIMIT: usize = 1024;
 /// How long a repeat counts towards the same event's series.
 pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 /// How often events older than the series window are forgotten.
@@ -78,6 +89,47 @@ pub struct Pending {
     reason: String,
     note: String,
     provider: Option<Arc<str>>,
+    /// Its place in its provider's share, given back when it is written
+    /// or dropped.
+    _place: Option<Place>,
+}
+
+/// How many of one provider's events wait to be written.
+#[derive(Clone, Default)]
+struct Share(Arc<AtomicUsize>);
+
+impl Share {
+    /// A place for one more event, unless the share is taken.
+    fn take(&self) -> Option<Place> {
+        let taken = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |waiting| {
+            (waiting < PROVIDER_SHARE).then_some(waiting + 1)
+        });
+        taken.is_ok().then(|| Place(self.0.clone()))
+    }
+}
+
+/// One waiting event's place in its provider's share.
+struct Place(Arc<AtomicUsize>);
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `note` cut to [`NOTE_LIMIT`] bytes at a character boundary, marked as
+/// cut.
+fn fit_note(mut note: String) -> String {
+    const CUT: &str = " ...";
+    if note.len() > NOTE_LIMIT {
+        let mut end = NOTE_LIMIT - CUT.len();
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+        note.push_str(CUT);
+    }
+    note
 }
 
 /// The events written within the series window, forgotten a minute at a
@@ -147,7 +199,7 @@ impl Writer {
             },
             action: Some(pending.reason.clone()),
             reason: Some(pending.reason),
-            note: Some(pending.note),
+            note: Some(fit_note(pending.note)),
             type_: Some(pending.type_.as_str().to_owned()),
             event_time: Some(MicroTime(now)),
             regarding: Some(pending.reference),
@@ -174,7 +226,7 @@ impl Writer {
 #[derive(Clone)]
 pub struct Events {
     queue: mpsc::Sender<Pending>,
-    provider: Option<Arc<str>>,
+    provider: Option<(Arc<str>, Share)>,
 }
 
 impl Events {
@@ -203,14 +255,25 @@ impl Events {
         Events { queue, provider: None }
     }
 
-    /// The same writer, for events of work done with the provider `name`.
+    /// The same writer, for events of work done with the provider `name`,
+    /// which take at most its own share of the backlog; clones share it.
     pub fn for_provider(&self, name: &str) -> Events {
-        Events { queue: self.queue.clone(), provider: Some(Arc::from(name)) }
+        Events { queue: self.queue.clone(), provider: Some((Arc::from(name), Share::default())) }
     }
 
     /// Records an event about `reference`.
     pub fn publish(&self, reference: ObjectReference, type_: EventType, reason: &str, note: String) {
-        let pending = Pending { reference, type_, reason: reason.to_owned(), note, provider: self.provider.clone() };
+        let (provider, place) = match &self.provider {
+            None => (None, None),
+            Some((name, share)) => {
+                let Some(place) = share.take() else {
+                    tracing::debug!(reason, provider = %name, "the provider's share of the event backlog is full, dropping an event");
+                    return;
+                };
+                (Some(name.clone()), Some(place))
+            }
+        };
+        let pending = Pending { reference, type_, reason: reason.to_owned(), note, provider, _place: place };
         if self.queue.try_send(pending).is_err() {
             tracing::debug!(reason, "event backlog full, dropping an event");
         }
@@ -275,6 +338,33 @@ mod tests {
 
     fn written(last: Instant) -> Written {
         Written { namespace: "default".into(), name: "web.1".into(), count: 1, last }
+    }
+
+    #[test]
+    fn a_provider_fills_only_its_share_of_the_backlog() {
+        let (events, mut pending) = Events::recorder();
+        let flooding = events.for_provider("a");
+        let reference = ObjectReference { name: Some("web".into()), ..ObjectReference::default() };
+        for _ in 0..BACKLOG {
+            flooding.warning(reference.clone(), "SyncLoadBalancerFailed", "quota");
+        }
+        events.for_provider("b").warning(reference.clone(), "SyncLoadBalancerFailed", "quota");
+        events.normal(reference.clone(), "Synced", "node");
+        let recorded = Events::recorded(&mut pending);
+        assert_eq!(recorded.len(), PROVIDER_SHARE + 2, "a's share, then b's event and the node controller's");
+        assert_eq!(recorded[PROVIDER_SHARE].1, "SyncLoadBalancerFailed");
+        assert_eq!(recorded[PROVIDER_SHARE + 1].1, "Synced");
+        flooding.warning(reference, "SyncLoadBalancerFailed", "again");
+        assert_eq!(Events::recorded(&mut pending).len(), 1, "events written give their places back");
+    }
+
+    #[test]
+    fn notes_are_cut_to_what_the_api_accepts_at_a_character_boundary() {
+        assert_eq!(fit_note("short".into()), "short");
+        let exact = "x".repeat(NOTE_LIMIT);
+        assert_eq!(fit_note(exact.clone()), exact);
+        let cut = fit_note(format!("{}é{}", "x".repeat(NOTE_LIMIT - 5), "y".repeat(100)));
+        assert!(cut.len() <= NOTE_LIMIT && cut.ends_with("x ..."), "{cut}");
     }
 
     #[test]

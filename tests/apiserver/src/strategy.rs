@@ -44,8 +44,24 @@ pub(crate) fn prepare_create(
             object["status"] = json!({});
             Ok(None)
         }
+        "events" if resource.group == "events.k8s.io" => check_note(resource, object).map(|()| None),
         _ => Ok(None),
     }
+}
+
+/// The most bytes an `events.k8s.io/v1` Event's note may have.
+const NOTE_LENGTH_LIMIT: usize = 1024;
+
+/// Refuses an `events.k8s.io/v1` Event whose note (stored as the core Event's `message`) is longer
+/// than the real server allows; core `v1` Events are not checked, as there.
+fn check_note(resource: &ResourceType, event: &Value) -> Result<(), ApiError> {
+    let note = event["message"].as_str().unwrap_or_default();
+    if note.len() <= NOTE_LENGTH_LIMIT {
+        return Ok(());
+    }
+    let name = meta::string(event, "name").to_string();
+    let message = format!("Invalid value: \"\": can have at most {NOTE_LENGTH_LIMIT} characters");
+    Err(ApiError::invalid(resource, &name, "FieldValueInvalid", "note", message))
 }
 
 /// Applies the update rules of `resource` to `object`, replacing `old`; for Services, returns the
@@ -106,5 +122,18 @@ mod tests {
         let before = node.clone();
         store.read(|state| prepare_create(state, nodes, &mut node)).unwrap();
         assert_eq!(node, before);
+    }
+
+    #[test]
+    fn an_events_v1_note_over_1024_bytes_is_invalid() {
+        let store = Store::new(10);
+        let events = by_name("events.events.k8s.io").unwrap();
+        let mut event = json!({"metadata": {"name": "e"}, "message": "x".repeat(NOTE_LENGTH_LIMIT)});
+        store.read(|state| prepare_create(state, events, &mut event)).unwrap();
+        let mut event = json!({"metadata": {"name": "e"}, "message": "x".repeat(NOTE_LENGTH_LIMIT + 1)});
+        let err = store.read(|state| prepare_create(state, events, &mut event)).unwrap_err();
+        assert_eq!(err.code(), 422, "{err:?}");
+        let mut core = json!({"metadata": {"name": "e"}, "message": "x".repeat(NOTE_LENGTH_LIMIT + 1)});
+        store.read(|state| prepare_create(state, by_name("events").unwrap(), &mut core)).unwrap();
     }
 }
