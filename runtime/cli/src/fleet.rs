@@ -75,7 +75,14 @@ impl Fleet {
             match loaded {
                 Ok((planned, handle, reloader)) => {
                     let name: Arc<str> = Arc::from(planned.template.name.as_str());
-                    members.insert(name, Member { cloud: handle.clone(), serves: planned.serves.clone() });
+                    members.insert(
+                        name,
+                        Member {
+                            cloud: handle.clone(),
+                            serves: planned.serves.clone(),
+                            load_balancers: planned.load_balancers.clone(),
+                        },
+                    );
                     running.insert(planned.template.name.clone(), Running { entry: planned.entry, handle, reloader });
                 }
                 Err(failure) => failures.push(failure),
@@ -152,11 +159,12 @@ impl Fleet {
             let into = match self.running.get(&name) {
                 None => None,
                 Some(running) if running.entry == planned.entry => continue,
-                Some(running) if same_but_serves(&running.entry, &planned.entry) => {
-                    tracing::info!(provider = %name, serves = ?planned.serves, "the provider serves other load balancer classes now");
+                Some(running) if same_but_load_balancing(&running.entry, &planned.entry) => {
+                    tracing::info!(provider = %name, serves = ?planned.serves, policy = ?planned.load_balancers, "the provider serves load balancers otherwise now");
                     self.members.send_modify(|members| {
                         if let Some(member) = members.get_mut(name.as_str()) {
                             member.serves = planned.serves.clone();
+                            member.load_balancers = planned.load_balancers.clone();
                         }
                     });
                     if let Some(running) = self.running.get_mut(&name) {
@@ -211,7 +219,11 @@ impl Fleet {
                 self.members.send_modify(|members| {
                     members.insert(
                         Arc::from(name.as_str()),
-                        Member { cloud: handle.clone(), serves: planned.serves.clone() },
+                        Member {
+                            cloud: handle.clone(),
+                            serves: planned.serves.clone(),
+                            load_balancers: planned.load_balancers.clone(),
+                        },
                     );
                 });
                 tracing::info!(provider = %name, "the provider serves from the providers file");
@@ -230,11 +242,15 @@ impl Fleet {
     }
 }
 
-/// Whether two entries differ in what they serve alone.
-fn same_but_serves(running: &ProviderEntry, planned: &ProviderEntry) -> bool {
+/// Whether two entries differ only in the load balancers they serve and
+/// the policy those are served under, which a running provider follows
+/// without reloading.
+fn same_but_load_balancing(running: &ProviderEntry, planned: &ProviderEntry) -> bool {
     let serving_as = |entry: &ProviderEntry| ProviderEntry {
         load_balancer_classes: planned.load_balancer_classes.clone(),
         default_load_balancer: planned.default_load_balancer,
+        ingress_ranges: planned.ingress_ranges.clone(),
+        resync: planned.resync,
         ..entry.clone()
     };
     serving_as(running) == *planned

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytesize::ByteSize;
 use serde::Deserialize;
-use wasm_ccm_controllers::Serves;
+use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
 use wasm_ccm_host::{ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
@@ -78,6 +78,15 @@ pub struct ProviderEntry {
     /// Whether it serves the route controller; one provider at most.
     #[serde(default)]
     pub routes: bool,
+    /// Where its load balancer ingress answers must fall: networks, IP
+    /// addresses, host names and `*.suffix`es; unset: anywhere not refused
+    /// for every provider.
+    #[serde(default)]
+    pub ingress_ranges: Vec<String>,
+    /// Whether its load balancers are ensured again each resync period;
+    /// unset: they are.
+    #[serde(default)]
+    pub resync: Option<bool>,
 }
 
 /// A provider's limits; each unset one takes the default of its flag.
@@ -126,6 +135,8 @@ pub struct PlannedProvider {
     pub inputs: InputFiles,
     /// What it serves.
     pub serves: Serves,
+    /// What the operator sets for its load balancers.
+    pub load_balancers: LoadBalancerPolicy,
     /// Whether `serves` narrows to what the provider supports once it is
     /// loaded, as upstream runs only the controllers its cloud supports,
     /// rather than refusing a provider that lacks part of it: so for the
@@ -210,8 +221,10 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
     }
     let mut planned = Vec::new();
     for entry in file.providers {
-        match plan_one(&entry, defaults) {
-            Ok((template, source, inputs)) => {
+        let load_balancers = IngressRanges::new(&entry.ingress_ranges)
+            .map(|ingress_ranges| LoadBalancerPolicy { ingress_ranges, resync: entry.resync.unwrap_or(true) });
+        match plan_one(&entry, defaults).and_then(|planned| Ok((planned, load_balancers?))) {
+            Ok(((template, source, inputs), load_balancers)) => {
                 let serves = Serves {
                     load_balancer_classes: entry.load_balancer_classes.iter().cloned().collect(),
                     default_load_balancer: entry.default_load_balancer,
@@ -224,6 +237,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                     source: Some(source),
                     inputs,
                     serves,
+                    load_balancers,
                     fit_to_support: false,
                 });
             }
@@ -313,6 +327,8 @@ providers:
   - name: vendor-b
     source: configmap:kube-system/vendor-b/provider.wasm
     loadBalancerClasses: [b.example/lb, b.example/internal]
+    ingressRanges: [203.0.113.0/24, "*.lb.b.example"]
+    resync: false
 "#;
         let planned = plan(file, &defaults()).unwrap();
         let [a, b] = planned.as_slice() else { panic!("two providers") };
@@ -328,6 +344,9 @@ providers:
         assert!(a.serves.default_load_balancer && a.serves.nodes && !a.serves.routes);
         assert_eq!(b.serves.load_balancer_classes.len(), 2);
         assert_eq!(b.template.limits.http_requests, None);
+        assert_eq!(a.load_balancers, LoadBalancerPolicy::default(), "any answer, resynced");
+        let ranges = IngressRanges::new(["203.0.113.0/24", "*.lb.b.example"]).unwrap();
+        assert_eq!(b.load_balancers, LoadBalancerPolicy { ingress_ranges: ranges, resync: false });
     }
 
     #[test]
@@ -337,7 +356,8 @@ providers:
   {"name": "a", "source": "/b.wasm", "loadBalancerClasses": ["x"], "nodes": true},
   {"name": "c", "source": "/c.wasm"},
   {"name": "d", "source": "/d.wasm", "routes": true, "limits": {"memory": "lots"}},
-  {"name": "e", "source": "ftp://nowhere", "routes": true}
+  {"name": "e", "source": "ftp://nowhere", "routes": true},
+  {"name": "f", "source": "/f.wasm", "loadBalancerClasses": ["f"], "ingressRanges": ["10.0.0.0/33"]}
 ]}"#;
         let Err(InvalidProvidersFile { problems }) = plan(file, &defaults()) else { panic!("refused") };
         let expected = [
@@ -348,6 +368,7 @@ providers:
             "provider e: routes is served by d already",
             "provider d: limits.memory",
             "provider e: source",
+            "provider f: invalid ingress range \"10.0.0.0/33\"",
         ];
         for expected in expected {
             assert!(problems.iter().any(|problem| problem.starts_with(expected)), "{expected}: {problems:#?}");

@@ -12,8 +12,8 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_controllers::{
-    ClientSettings, Clients, ControllerManager, LeaderElectionConfig, LeaderElector, Metrics, Serves, Settings,
-    enabled_controllers, names_route,
+    ClientSettings, Clients, ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy,
+    Metrics, Serves, Settings, enabled_controllers, names_route,
 };
 use wasm_ccm_host::{Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_reload::{
@@ -93,6 +93,16 @@ pub struct RunArgs {
     /// for dual-stack).
     #[arg(long, value_delimiter = ',', value_name = "CIDR")]
     pub cluster_cidr: Vec<IpNet>,
+    /// The cluster's Service networks (as the API server's flag), which no
+    /// load balancer may answer as its ingress (comma-separated for
+    /// dual-stack).
+    #[arg(long, value_delimiter = ',', value_name = "CIDR")]
+    pub service_cluster_ip_range: Vec<IpNet>,
+    /// Where the provider's load balancer ingress answers must fall:
+    /// networks, IP addresses, host names and `*.suffix`es
+    /// (comma-separated); others are refused and nothing is published.
+    #[arg(long, value_delimiter = ',', value_name = "RANGE")]
+    pub provider_ingress_ranges: Vec<String>,
     /// Whether routes for pod CIDRs are configured in the cloud.
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub configure_cloud_routes: bool,
@@ -170,6 +180,7 @@ impl RunArgs {
             controllers,
             cluster_name: self.cluster_name.clone(),
             cluster_cidrs: self.cluster_cidr.clone(),
+            service_cidrs: self.service_cluster_ip_range.clone(),
             route_explicitly_enabled: names_route(&self.controllers),
             configure_cloud_routes: self.configure_cloud_routes,
             concurrent_service_syncs: self.concurrent_service_syncs,
@@ -211,10 +222,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             if name.trim().is_empty() {
                 anyhow::bail!("--provider-name must not be empty");
             }
+            let ingress_ranges =
+                IngressRanges::new(&args.provider_ingress_ranges).context("--provider-ingress-ranges")?;
             Providers::Single(Box::new(ProviderSetup {
                 template: provider.template(&name, &settings.cluster_name)?,
                 source: Some(args.source.settings(location)?),
                 inputs: provider.input_files(),
+                load_balancers: LoadBalancerPolicy { ingress_ranges, ..LoadBalancerPolicy::default() },
             }))
         }
         (None, None) => anyhow::bail!("--provider or --providers-config is needed"),
@@ -271,12 +285,19 @@ pub(crate) struct ProviderSetup {
     pub(crate) source: Option<SourceSettings>,
     /// Its configuration file and credentials directory, watched.
     pub(crate) inputs: InputFiles,
+    /// What the operator sets for its load balancers.
+    pub(crate) load_balancers: LoadBalancerPolicy,
 }
 
 impl ProviderSetup {
     /// The component of `spec`, never reloaded.
     pub(crate) fn fixed(spec: ProviderSpec) -> Self {
-        ProviderSetup { template: spec, source: None, inputs: InputFiles::default() }
+        ProviderSetup {
+            template: spec,
+            source: None,
+            inputs: InputFiles::default(),
+            load_balancers: LoadBalancerPolicy::default(),
+        }
     }
 
     /// The one provider of a single-provider run, serving everything it
@@ -289,6 +310,7 @@ impl ProviderSetup {
             source: self.source,
             inputs: self.inputs,
             serves: Serves::everything(),
+            load_balancers: self.load_balancers,
             fit_to_support: true,
         }
     }

@@ -136,6 +136,9 @@ pub struct Settings {
     /// route controller does not run, unless it is named in `--controllers`,
     /// which is then an error.
     pub cluster_cidrs: Vec<IpNet>,
+    /// `--service-cluster-ip-range`: the networks Services' cluster IPs
+    /// come from, which no load balancer may answer as its ingress.
+    pub service_cidrs: Vec<IpNet>,
     /// Whether `--controllers` names the route controller itself.
     pub route_explicitly_enabled: bool,
     /// `--configure-cloud-routes`.
@@ -161,6 +164,7 @@ impl Default for Settings {
             controllers: ControllerName::ALL.into_iter().collect(),
             cluster_name: wasm_ccm_cloud::DEFAULT_CLUSTER_NAME.to_owned(),
             cluster_cidrs: Vec::new(),
+            service_cidrs: Vec::new(),
             route_explicitly_enabled: false,
             configure_cloud_routes: true,
             concurrent_service_syncs: 20,

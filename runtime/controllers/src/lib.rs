@@ -47,4 +47,6 @@ pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerManager, ManagerError, Member, Members, Plan, Readiness};
 pub use metrics::Metrics;
 pub use serves::Serves;
+pub use service::ingress::{IngressRanges, InvalidIngressRange};
+pub use service::policy::LoadBalancerPolicy;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

@@ -35,6 +35,7 @@ use crate::runner::Stopped;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
 use crate::service::node_changes::NodeChanges;
+use crate::service::policy::LoadBalancerPolicy;
 
 /// Why the controllers cannot start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +99,9 @@ pub struct Member<C> {
     pub cloud: C,
     /// What it serves.
     pub serves: Serves,
+    /// What the operator sets for its load balancers; a change reaches
+    /// its running lane.
+    pub load_balancers: LoadBalancerPolicy,
 }
 
 /// The providers by the names their metrics, events and load balancer
@@ -121,7 +125,10 @@ impl<C: Cloud> ControllerManager<C> {
     /// client of `clients`.
     pub fn new(clients: impl Into<Clients>, cloud: C, settings: Settings, metrics: Metrics) -> Self {
         let name = Arc::from(cloud.info().name);
-        let (_, providers) = watch::channel(BTreeMap::from([(name, Member { cloud, serves: Serves::everything() })]));
+        let (_, providers) = watch::channel(BTreeMap::from([(
+            name,
+            Member { cloud, serves: Serves::everything(), load_balancers: LoadBalancerPolicy::default() },
+        )]));
         Self::with_providers(clients, providers, settings, metrics)
     }
 
@@ -405,7 +412,7 @@ mod lanes_tests {
     fn member(cloud: &TestCloud, classes: &[&str], default: bool) -> Member<TestCloud> {
         let load_balancer_classes: BTreeSet<String> = classes.iter().map(|class| (*class).to_owned()).collect();
         let serves = Serves { load_balancer_classes, default_load_balancer: default, nodes: default, routes: false };
-        Member { cloud: cloud.clone(), serves }
+        Member { cloud: cloud.clone(), serves, load_balancers: LoadBalancerPolicy::default() }
     }
 
     /// Runs the controllers with `a` serving `example.com/a` and Services

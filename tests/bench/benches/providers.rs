@@ -30,7 +30,8 @@ use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_bench::resident_bytes;
 use wasm_ccm_bench::services::create_all;
 use wasm_ccm_controllers::{
-    ControllerManager, ManagerError, Member, Members, Metrics, Readiness, Serves, Settings, enabled_controllers,
+    ControllerManager, LoadBalancerPolicy, ManagerError, Member, Members, Metrics, Readiness, Serves, Settings,
+    enabled_controllers,
 };
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
 use wasm_ccm_tests::{guest, spec};
@@ -65,7 +66,7 @@ async fn fake(engine: &Engine, name: &str, index: usize) -> anyhow::Result<Membe
 
 fn member(provider: LoadedProvider, name: &str) -> Member<ProviderHandle> {
     let serves = Serves { load_balancer_classes: BTreeSet::from([class(name)]), ..Serves::default() };
-    Member { cloud: ProviderHandle::new(provider), serves }
+    Member { cloud: ProviderHandle::new(provider), serves, load_balancers: LoadBalancerPolicy::default() }
 }
 
 /// A LoadBalancer Service of `class` with `annotations`.

@@ -366,6 +366,42 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
     assert_eq!(setup.service("b-web")["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
 }
 
+/// A tenant asks vendor-b, whose cloud's pool overlaps vendor-a's, for the
+/// address of vendor-a's load balancer: vendor-b's answer is refused while
+/// it is outside the ranges the operator gave vendor-b, and still once the
+/// ranges allow the pool, as another provider's load balancer has it.
+/// Nothing is published, vendor-a's Service keeps its address, and the
+/// ranges changed without reloading vendor-b.
+#[tokio::test]
+async fn an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_address_is_refused() {
+    let mut setup = Setup::start().await;
+    const B_ON_A_S_POOL: Vendor = Vendor { pool: A.pool, prefix: A.prefix, ..B };
+    let (a, mut b) = (setup.fake(&A).await, setup.fake(&B_ON_A_S_POOL).await);
+    b["ingressRanges"] = json!([B.pool, "*.lb.b.example"]);
+    setup.write(&[&a, &b]);
+    let _process = setup.run().await;
+    setup.create(vec![service("a-web", Some(A.classes[0]), &[])]).await;
+    let taken = setup.wait_ingress("a-web", |ingress| ingress.starts_with(A.prefix)).await;
+
+    let mut b_web = service("b-web", Some(B.classes[0]), &[]);
+    b_web.spec.as_mut().unwrap().load_balancer_ip = Some(taken.clone());
+    setup.create(vec![b_web]).await;
+    let outside = format!(
+        "the provider answered {taken} as the load balancer's ingress, which is outside the provider's ingress ranges"
+    );
+    setup.wait_event("SyncLoadBalancerFailed", Some("b-web"), &outside).await;
+
+    b["ingressRanges"] = json!([A.pool]);
+    setup.write(&[&a, &b]);
+    let another = "which is the load balancer ingress of Service default/a-web; nothing was published";
+    setup.wait_event("SyncLoadBalancerFailed", Some("b-web"), another).await;
+    assert_eq!(setup.ingress("b-web"), None, "nothing published");
+    assert_eq!(setup.ingress("a-web"), Some(taken), "vendor-a's Service keeps its address");
+    let log = setup.log();
+    assert!(log.contains("the provider serves load balancers otherwise now"), "{log}");
+    assert!(!log.contains("the provider serves from the providers file"), "the ranges changed without a reload: {log}");
+}
+
 /// Good Services per measurement.
 const GOOD_SERVICES: usize = 200;
 /// Hostile Services per attack.

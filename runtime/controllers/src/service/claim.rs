@@ -132,6 +132,11 @@ impl Claim {
         }
     }
 
+    /// Whether `service`'s load balancer is this lane's provider's.
+    pub fn owns(&self, service: &Service) -> bool {
+        self.roster.owner(service).is_some_and(|owner| owner == self.provider)
+    }
+
     /// Whether the lane gives `service` a load balancer.
     pub fn wants(&self, service: &Service) -> bool {
         self.decide(service) == Action::Ensure

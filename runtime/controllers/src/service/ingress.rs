@@ -2,35 +2,197 @@
 //! kube-proxy sends the cluster's own traffic for a Service's ingress IP to
 //! that Service, so an answer naming loopback, a link-local address (the
 //! cloud's metadata service among them), an unspecified, multicast or
-//! broadcast address, or an address of the cluster's pod networks would
+//! broadcast address, an address of the cluster's pod or Service networks,
+//! another Service's cluster IP or another provider's load balancer would
 //! capture traffic meant for something else (the CVE-2020-8554 class).
+//! Beyond those, the operator may narrow each provider's answers to its
+//! own [`IngressRanges`].
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::str::FromStr;
 
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::LoadBalancerStatus;
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
+
+use crate::config::Settings;
 
 /// An ingress address a provider answered that is not published.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the provider answered {address} as the load balancer's ingress, which is {why}; nothing was published")]
 pub struct RefusedIngress {
-    /// The address, as the provider wrote it.
+    /// The address or host name, as the provider wrote it.
     pub address: String,
     /// Why it is refused.
-    pub why: &'static str,
+    pub why: String,
 }
 
-/// The first address of `status` that may not be published, given the
-/// cluster's pod networks `cluster_cidrs`.
-pub fn refused(status: &LoadBalancerStatus, cluster_cidrs: &[IpNet]) -> Option<RefusedIngress> {
-    let ingress = status.ingress.as_deref().unwrap_or_default();
-    ingress.iter().filter_map(|ingress| ingress.ip.as_deref()).find_map(|text| {
-        let why = match text.parse::<IpAddr>() {
-            Err(_) => "not an IP address",
-            Ok(address) => why_refused(canonical(address), cluster_cidrs)?,
+/// Where one provider's ingress answers must fall, set by the operator:
+/// networks for IP addresses, names for host names. Empty, it narrows
+/// nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngressRanges {
+    networks: Vec<IpNet>,
+    names: Vec<NamePattern>,
+}
+
+/// A host name an answer may be: exactly `name`, or any name below a
+/// `*.suffix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NamePattern {
+    Exact(String),
+    /// The suffix with its leading dot.
+    Below(String),
+}
+
+impl NamePattern {
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            NamePattern::Exact(exact) => name == exact,
+            NamePattern::Below(suffix) => name.len() > suffix.len() && name.ends_with(suffix.as_str()),
+        }
+    }
+}
+
+/// An entry of [`IngressRanges`] that is neither a network nor a host
+/// name pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid ingress range {entry:?}: expected a network (203.0.113.0/24, 2001:db8::/32), an IP address, a host \
+     name or *.suffix"
+)]
+pub struct InvalidIngressRange {
+    /// The entry.
+    pub entry: String,
+}
+
+impl FromStr for NamePattern {
+    type Err = ();
+
+    fn from_str(entry: &str) -> Result<Self, ()> {
+        let name = entry.trim_end_matches('.').to_ascii_lowercase();
+        let (pattern, checked) = match name.strip_prefix("*.") {
+            Some(suffix) => (NamePattern::Below(format!(".{suffix}")), suffix),
+            None => (NamePattern::Exact(name.clone()), name.as_str()),
         };
-        Some(RefusedIngress { address: text.to_owned(), why })
+        let label_ok = |label: &str| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        (checked.len() <= 253 && checked.split('.').all(label_ok)).then_some(pattern).ok_or(())
+    }
+}
+
+impl IngressRanges {
+    /// The ranges of `entries`: networks (`203.0.113.0/24`), IP addresses,
+    /// host names (`lb.example.com`) and name suffixes (`*.example.com`).
+    ///
+    /// # Errors
+    /// The first entry that is none of these.
+    pub fn new<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Result<Self, InvalidIngressRange> {
+        let mut ranges = IngressRanges::default();
+        for entry in entries {
+            let entry = entry.as_ref().trim();
+            if let Ok(network) = entry.parse::<IpNet>() {
+                ranges.networks.push(network.trunc());
+            } else if let Ok(address) = entry.parse::<IpAddr>() {
+                ranges.networks.push(IpNet::from(canonical(address)));
+            } else if let Ok(pattern) = entry.parse::<NamePattern>() {
+                ranges.names.push(pattern);
+            } else {
+                return Err(InvalidIngressRange { entry: entry.to_owned() });
+            }
+        }
+        Ok(ranges)
+    }
+
+    /// Whether the ranges narrow anything.
+    pub fn is_empty(&self) -> bool {
+        self.networks.is_empty() && self.names.is_empty()
+    }
+
+    fn allows_address(&self, address: IpAddr) -> bool {
+        self.is_empty() || self.networks.iter().any(|network| network.contains(&address))
+    }
+
+    fn allows_name(&self, name: &str) -> bool {
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        self.is_empty() || self.names.iter().any(|pattern| pattern.matches(&name))
+    }
+}
+
+/// The first address or host name of `status` that may not be published:
+/// one refused for every provider given the cluster's networks in
+/// `settings`, or one outside the provider's `ranges`.
+pub fn refused(status: &LoadBalancerStatus, ranges: &IngressRanges, settings: &Settings) -> Option<RefusedIngress> {
+    let ingress = status.ingress.as_deref().unwrap_or_default();
+    ingress.iter().find_map(|ingress| {
+        if let Some(text) = ingress.ip.as_deref() {
+            let why = match text.parse::<IpAddr>() {
+                Err(_) => "not an IP address",
+                Ok(address) => why_refused(canonical(address), settings).or_else(|| {
+                    (!ranges.allows_address(canonical(address))).then_some("outside the provider's ingress ranges")
+                })?,
+            };
+            return Some(RefusedIngress { address: text.to_owned(), why: why.to_owned() });
+        }
+        let name = ingress.hostname.as_deref()?;
+        (!ranges.allows_name(name)).then(|| RefusedIngress {
+            address: name.to_owned(),
+            why: "outside the provider's ingress ranges".to_owned(),
+        })
     })
+}
+
+/// The first IP address of `status`, the answer for `service`, that one of
+/// `others` already has: as a cluster IP, or as the ingress of a load
+/// balancer that `ours` does not say is this provider's own (a provider
+/// may share its own addresses between its Services).
+pub fn taken<'a>(
+    status: &LoadBalancerStatus,
+    service: &Service,
+    others: impl IntoIterator<Item = &'a Service>,
+    ours: impl Fn(&Service) -> bool,
+) -> Option<RefusedIngress> {
+    let answered: Vec<(IpAddr, &str)> = addresses(status).collect();
+    if answered.is_empty() {
+        return None;
+    }
+    let uid = service.metadata.uid.as_deref();
+    others.into_iter().filter(|other| other.metadata.uid.as_deref() != uid).find_map(|other| {
+        let (address, as_what) = if let Some(text) = first_shared(&answered, cluster_ips(other)) {
+            (text, "the cluster IP")
+        } else {
+            let published = other.status.as_ref().and_then(|status| status.load_balancer.as_ref());
+            let published = published.into_iter().flat_map(addresses).map(|(address, _)| address);
+            (first_shared(&answered, published).filter(|_| !ours(other))?, "the load balancer ingress")
+        };
+        let namespace = other.metadata.namespace.as_deref().unwrap_or_default();
+        let name = other.metadata.name.as_deref().unwrap_or_default();
+        Some(RefusedIngress { address: address.to_owned(), why: format!("{as_what} of Service {namespace}/{name}") })
+    })
+}
+
+/// The text of the first of `answered` that is one of `theirs`.
+fn first_shared<'t>(answered: &[(IpAddr, &'t str)], mut theirs: impl Iterator<Item = IpAddr>) -> Option<&'t str> {
+    theirs.find_map(|ip| answered.iter().find(|(address, _)| *address == ip).map(|(_, text)| *text))
+}
+
+/// The cluster IPs of `service` that parse.
+fn cluster_ips(service: &Service) -> impl Iterator<Item = IpAddr> {
+    let cluster_ips = service.spec.as_ref().and_then(|spec| spec.cluster_ips.as_deref()).unwrap_or_default();
+    cluster_ips.iter().filter_map(|ip| ip.parse().ok()).map(canonical)
+}
+
+/// The IP addresses of `status` that parse, with their text.
+fn addresses(status: &LoadBalancerStatus) -> impl Iterator<Item = (IpAddr, &str)> {
+    let ingress = status.ingress.as_deref().unwrap_or_default();
+    ingress
+        .iter()
+        .filter_map(|ingress| ingress.ip.as_deref())
+        .filter_map(|text| Some((canonical(text.parse().ok()?), text)))
 }
 
 /// An IPv4-mapped IPv6 address as the IPv4 address it carries.
@@ -41,7 +203,8 @@ fn canonical(address: IpAddr) -> IpAddr {
     }
 }
 
-fn why_refused(address: IpAddr, cluster_cidrs: &[IpNet]) -> Option<&'static str> {
+fn why_refused(address: IpAddr, settings: &Settings) -> Option<&'static str> {
+    let within = |networks: &[IpNet]| networks.iter().any(|network| network.contains(&address));
     let why = match address {
         _ if address.is_loopback() => "a loopback address",
         _ if address.is_unspecified() => "the unspecified address",
@@ -49,7 +212,8 @@ fn why_refused(address: IpAddr, cluster_cidrs: &[IpNet]) -> Option<&'static str>
         IpAddr::V4(v4) if v4.is_link_local() => "a link-local address (the cloud's metadata service among them)",
         IpAddr::V4(v4) if v4 == Ipv4Addr::BROADCAST => "the broadcast address",
         IpAddr::V6(v6) if v6.is_unicast_link_local() => "a link-local address",
-        _ if cluster_cidrs.iter().any(|network| network.contains(&address)) => "in the cluster's pod networks",
+        _ if within(&settings.cluster_cidrs) => "in the cluster's pod networks",
+        _ if within(&settings.service_cidrs) => "in the cluster's Service networks",
         _ => return None,
     };
     Some(why)
@@ -57,18 +221,37 @@ fn why_refused(address: IpAddr, cluster_cidrs: &[IpNet]) -> Option<&'static str>
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::LoadBalancerIngress;
+    use k8s_openapi::api::core::v1::{LoadBalancerIngress, ServiceStatus};
 
     use super::*;
+    use crate::fixtures::ServiceFixture;
 
     fn status(ips: &[&str]) -> LoadBalancerStatus {
         let ingress = ips.iter().map(|ip| LoadBalancerIngress { ip: Some((*ip).to_owned()), ..Default::default() });
         LoadBalancerStatus { ingress: Some(ingress.collect()) }
     }
 
+    fn hostname(name: &str) -> LoadBalancerStatus {
+        LoadBalancerStatus {
+            ingress: Some(vec![LoadBalancerIngress { hostname: Some(name.to_owned()), ..Default::default() }]),
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            cluster_cidrs: vec!["10.244.0.0/16".parse().unwrap()],
+            service_cidrs: vec!["10.96.0.0/12".parse().unwrap()],
+            ..Settings::default()
+        }
+    }
+
+    fn refusal(address: &str, why: &str) -> Option<RefusedIngress> {
+        Some(RefusedIngress { address: address.to_owned(), why: why.to_owned() })
+    }
+
     #[test]
     fn addresses_that_would_capture_the_cluster_s_traffic_are_refused() {
-        let pods: Vec<IpNet> = vec!["10.244.0.0/16".parse().unwrap()];
+        let any = IngressRanges::default();
         for (ip, why) in [
             ("127.0.0.1", "a loopback address"),
             ("::1", "a loopback address"),
@@ -79,20 +262,80 @@ mod tests {
             ("224.0.0.1", "a multicast address"),
             ("255.255.255.255", "the broadcast address"),
             ("10.244.3.7", "in the cluster's pod networks"),
+            ("10.96.0.1", "in the cluster's Service networks"),
             ("not-an-ip", "not an IP address"),
         ] {
-            let refused = refused(&status(&["192.0.2.10", ip]), &pods);
-            assert_eq!(refused, Some(RefusedIngress { address: ip.to_owned(), why }), "{ip}");
+            assert_eq!(refused(&status(&["192.0.2.10", ip]), &any, &settings()), refusal(ip, why), "{ip}");
         }
     }
 
     #[test]
     fn a_load_balancer_s_own_addresses_are_published() {
-        let pods: Vec<IpNet> = vec!["10.244.0.0/16".parse().unwrap()];
-        assert_eq!(refused(&status(&["192.0.2.10", "2001:db8::1", "10.0.0.5"]), &pods), None);
-        let hostname = LoadBalancerStatus {
-            ingress: Some(vec![LoadBalancerIngress { hostname: Some("lb.example.com".into()), ..Default::default() }]),
-        };
-        assert_eq!(refused(&hostname, &pods), None);
+        let any = IngressRanges::default();
+        assert_eq!(refused(&status(&["192.0.2.10", "2001:db8::1", "10.0.0.5"]), &any, &settings()), None);
+        assert_eq!(refused(&hostname("lb.example.com"), &any, &settings()), None);
+    }
+
+    #[test]
+    fn a_provider_s_answers_stay_in_its_ranges() {
+        let ranges = IngressRanges::new(["203.0.113.0/24", "2001:db8::/32", "198.51.100.7", "*.lb.example.com"]);
+        let ranges = ranges.unwrap();
+        for allowed in [status(&["203.0.113.9", "2001:db8::5", "198.51.100.7"]), hostname("a.lb.example.com.")] {
+            assert_eq!(refused(&allowed, &ranges, &settings()), None, "{allowed:?}");
+        }
+        let outside = "outside the provider's ingress ranges";
+        assert_eq!(
+            refused(&status(&["203.0.113.9", "192.0.2.1"]), &ranges, &settings()),
+            refusal("192.0.2.1", outside)
+        );
+        assert_eq!(refused(&hostname("lb.example.com"), &ranges, &settings()), refusal("lb.example.com", outside));
+        assert_eq!(refused(&hostname("evil.example.org"), &ranges, &settings()), refusal("evil.example.org", outside));
+        let addresses_only = IngressRanges::new(["203.0.113.0/24"]).unwrap();
+        assert_eq!(
+            refused(&hostname("a.example.com"), &addresses_only, &settings()),
+            refusal("a.example.com", outside)
+        );
+        assert_eq!(
+            refused(&status(&["127.0.0.1"]), &IngressRanges::new(["127.0.0.0/8"]).unwrap(), &settings()),
+            refusal("127.0.0.1", "a loopback address"),
+            "ranges cannot let in what is always refused"
+        );
+    }
+
+    #[test]
+    fn ranges_name_networks_addresses_names_and_suffixes_only() {
+        for bad in ["*", "*.", "a b", "example.com/24", "10.0.0.0/33", "-a.example.com", "*.*.example.com", ""] {
+            assert_eq!(IngressRanges::new([bad]), Err(InvalidIngressRange { entry: bad.to_owned() }), "{bad}");
+        }
+        assert!(IngressRanges::new(Vec::<String>::new()).unwrap().is_empty());
+    }
+
+    fn published(name: &str, uid: &str, ips: &[&str]) -> Service {
+        let mut service = Service::test(name);
+        service.metadata.uid = Some(uid.to_owned());
+        service.status = Some(ServiceStatus { load_balancer: Some(status(ips)), ..ServiceStatus::default() });
+        service
+    }
+
+    #[test]
+    fn another_service_s_cluster_ip_or_another_provider_s_address_is_taken() {
+        let mut api = Service::test("kubernetes");
+        api.metadata.uid = Some("api".into());
+        api.spec.as_mut().unwrap().cluster_ips = Some(vec!["10.0.0.1".into()]);
+        let theirs = published("theirs", "theirs", &["192.0.2.20"]);
+        let mine = published("mine", "mine", &["192.0.2.30"]);
+        let others = [api, theirs, mine];
+        let ours = |service: &Service| service.metadata.name.as_deref() == Some("mine");
+        let web = published("web", "web", &[]);
+        let answer = |ips: &[&str]| taken(&status(ips), &web, &others, ours);
+        assert_eq!(answer(&["10.0.0.1"]), refusal("10.0.0.1", "the cluster IP of Service default/kubernetes"));
+        assert_eq!(
+            answer(&["192.0.2.5", "192.0.2.20"]),
+            refusal("192.0.2.20", "the load balancer ingress of Service default/theirs")
+        );
+        assert_eq!(answer(&["192.0.2.30"]), None, "the provider may share its own address");
+        assert_eq!(answer(&["192.0.2.5"]), None);
+        let itself = published("web", "web", &["192.0.2.40"]);
+        assert_eq!(taken(&status(&["192.0.2.40"]), &web, [&itself], |_| false), None, "its own answer");
     }
 }

@@ -16,11 +16,12 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, Roster};
+use super::policy::LoadBalancerPolicy;
 use super::{ServiceController, ServiceTriggers};
 use crate::context::Context;
 use crate::events::Events;
 use crate::informer::Change;
-use crate::manager::Members;
+use crate::manager::{Member, Members};
 use crate::runner::Stopped;
 
 /// What feeds the lanes; clones share it.
@@ -42,6 +43,13 @@ impl LaneTriggers {
 
     fn remove(&self, provider: &str) {
         self.lanes.write().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(provider);
+    }
+
+    /// Replaces the policy of `provider`'s lane, if it runs one.
+    fn set_policy(&self, provider: &str, policy: &LoadBalancerPolicy) {
+        if let Some(triggers) = self.lanes.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(provider) {
+            triggers.set_policy(policy.clone());
+        }
     }
 
     /// Hands a change of a Service to every lane.
@@ -100,7 +108,7 @@ impl<C: Cloud> ServiceLanes<C> {
         let mut lanes = ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new() };
         lanes.triggers.roster.set(roster(members));
         for (name, member) in members.iter().filter(|(_, member)| member.serves.load_balancers()) {
-            let lane = lanes.make(name, &member.cloud);
+            let lane = lanes.make(name, member);
             lanes.made.push((name.clone(), lane));
         }
         lanes
@@ -111,15 +119,15 @@ impl<C: Cloud> ServiceLanes<C> {
         self.triggers.clone()
     }
 
-    fn make(&self, name: &Arc<str>, cloud: &C) -> ServiceController<C> {
+    fn make(&self, name: &Arc<str>, member: &Member<C>) -> ServiceController<C> {
         let ctx = Context {
-            cloud: cloud.clone(),
+            cloud: member.cloud.clone(),
             events: self.base.events.for_provider(name),
             metrics: self.base.metrics.for_provider(name),
             ..self.base.clone()
         };
-        let lane =
-            ServiceController::new(ctx, self.services.clone(), Claim::new(name.clone(), self.triggers.roster.clone()));
+        let claim = Claim::new(name.clone(), self.triggers.roster.clone());
+        let lane = ServiceController::new(ctx, self.services.clone(), claim, member.load_balancers.clone());
         self.triggers.insert(name.clone(), lane.triggers());
         lane
     }
@@ -188,9 +196,10 @@ impl<C: Cloud> ServiceLanes<C> {
             }
         }
         for (name, member) in members {
+            self.triggers.set_policy(name, &member.load_balancers);
             if member.serves.load_balancers() && !self.running.contains_key(name) {
                 tracing::info!(provider = %name, "starting a service controller lane for the provider");
-                let lane = self.make(name, &member.cloud);
+                let lane = self.make(name, member);
                 let triggers = lane.triggers();
                 self.start(name.clone(), lane, tasks, stop);
                 for service in self.services.state() {

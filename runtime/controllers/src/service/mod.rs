@@ -9,6 +9,7 @@ pub(crate) mod lanes;
 mod memory;
 pub(crate) mod node_changes;
 mod node_sync;
+pub mod policy;
 pub mod rules;
 mod sync;
 
@@ -25,6 +26,7 @@ use wasm_ccm_cloud::Cloud;
 use self::claim::{Action, Claim};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
+use self::policy::{LoadBalancerPolicy, SharedPolicy};
 use self::rules::update_event;
 use self::sync::ServiceSync;
 use crate::context::Context;
@@ -51,6 +53,7 @@ pub struct ServiceController<C: Cloud> {
 #[derive(Clone)]
 pub struct ServiceTriggers {
     claim: Claim,
+    policy: SharedPolicy,
     memory: Arc<Memory>,
     services: Store<Service>,
     queue: WorkQueue<ServiceKey>,
@@ -59,19 +62,21 @@ pub struct ServiceTriggers {
 
 impl<C: Cloud> ServiceController<C> {
     /// A controller over the Services of `services` that `claim` gives
-    /// the provider of `ctx`, and the nodes of `ctx`; must be made inside
-    /// a tokio runtime.
-    pub fn new(ctx: Context<C>, services: Store<Service>, claim: Claim) -> Self {
+    /// the provider of `ctx` under `policy`, and the nodes of `ctx`; must
+    /// be made inside a tokio runtime.
+    pub fn new(ctx: Context<C>, services: Store<Service>, claim: Claim, policy: LoadBalancerPolicy) -> Self {
         let memory = Arc::new(Memory::default());
+        let policy = SharedPolicy::new(policy);
         let workers = ctx.settings.concurrent_service_syncs;
-        let sync = ServiceSync::new(ctx.clone(), services.clone(), memory.clone(), claim.clone());
+        let sync = ServiceSync::new(ctx.clone(), services.clone(), memory.clone(), claim.clone(), policy.clone());
         let sync = Runner::new(sync, workers, ctx.metrics.clone());
         let node_sync = Runner::new(
             NodeSync::new(ctx.clone(), services.clone(), memory.clone(), sync.queue(), claim.clone()),
             1,
             ctx.metrics.clone(),
         );
-        let triggers = ServiceTriggers { claim, memory, services, queue: sync.queue(), node_queue: node_sync.queue() };
+        let triggers =
+            ServiceTriggers { claim, policy, memory, services, queue: sync.queue(), node_queue: node_sync.queue() };
         ServiceController { triggers, sync, node_sync, resync_period: ctx.settings.load_balancer_resync_period }
     }
 
@@ -158,15 +163,24 @@ impl ServiceTriggers {
         self.node_queue.add_after(All, COALESCE);
     }
 
+    /// Replaces the operator's policy for the provider's load balancers.
+    pub(crate) fn set_policy(&self, policy: LoadBalancerPolicy) {
+        self.policy.set(policy);
+    }
+
     /// Queues every load balancer not ensured for a resync period, spread
     /// over the period by each Service's key so that they do not all come
-    /// at once; nothing when the period is zero.
+    /// at once; nothing when the period is zero or while the provider's
+    /// policy turns resyncs off.
     async fn repair_drift(self, period: Duration, stop: CancellationToken) {
         if period.is_zero() {
             return;
         }
         let tick = (period / 20).clamp(Duration::from_millis(100), Duration::from_secs(30));
         crate::runner::every(tick, stop, || {
+            if !self.policy.read(|policy| policy.resync) {
+                return;
+            }
             let now = Instant::now();
             for (key, ensured) in self.memory.ensured_at() {
                 if now >= ensured + period + spread(&key, period) {
@@ -196,7 +210,8 @@ mod tests {
     #[tokio::test]
     async fn a_relevant_change_is_a_sync_and_no_event() {
         let mut env = TestEnv::new(TestCloud::default()).await;
-        let controller = ServiceController::new(env.context(), env.services(), env.claim());
+        let controller =
+            ServiceController::new(env.context(), env.services(), env.claim(), LoadBalancerPolicy::default());
         let triggers = controller.triggers();
         let service = Service::test("web");
         triggers.observe(Change::Applied(Arc::new(service.clone())));
@@ -210,5 +225,25 @@ mod tests {
 
         triggers.observe(Change::Applied(Arc::new(moved)));
         assert_eq!(env.events(), [], "the same copy again changes nothing");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_whose_policy_turns_resyncs_off_is_not_ensured_again() {
+        let env = TestEnv::new(TestCloud::default()).await;
+        let policy = LoadBalancerPolicy { resync: false, ..LoadBalancerPolicy::default() };
+        let controller = ServiceController::new(env.context(), env.services(), env.claim(), policy);
+        let triggers = controller.triggers();
+        let key = ObjectRef::from_obj(&Service::test("web"));
+        triggers.memory.ensured(&key, Arc::default());
+        let period = Duration::from_secs(1);
+        let stop = CancellationToken::new();
+        let repairing = tokio::spawn(triggers.clone().repair_drift(period, stop.clone()));
+        tokio::time::sleep(period * 3).await;
+        assert_eq!(controller.sync.queue().len(), 0, "no resync while the policy says so");
+        triggers.set_policy(LoadBalancerPolicy::default());
+        tokio::time::sleep(period * 3).await;
+        assert_eq!(controller.sync.queue().len(), 1, "resynced once the operator turned resyncs back on");
+        stop.cancel();
+        repairing.await.unwrap();
     }
 }

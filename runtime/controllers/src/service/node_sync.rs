@@ -143,6 +143,7 @@ mod tests {
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
     use crate::metrics::Metrics;
+    use crate::service::policy::SharedPolicy;
     use crate::service::sync::ServiceSync;
 
     /// A Service whose load balancer was ensured on node-a alone.
@@ -151,7 +152,10 @@ mod tests {
         env.add_node(Node::test("node-a")).await;
         let memory: Arc<Memory> = Arc::default();
         let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
-        ServiceSync::new(env.context(), env.services(), memory.clone(), env.claim()).reconcile(&key).await.unwrap();
+        ServiceSync::new(env.context(), env.services(), memory.clone(), env.claim(), SharedPolicy::default())
+            .reconcile(&key)
+            .await
+            .unwrap();
         env.service("web").await;
         env.events();
         env.cloud.take_calls();

@@ -16,6 +16,7 @@ use super::ServiceKey;
 use super::claim::{Action, Claim, PROVIDER_ANNOTATION};
 use super::ingress;
 use super::memory::Memory;
+use super::policy::SharedPolicy;
 use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, same_ingress};
 use crate::context::Context;
 use crate::error::Error;
@@ -28,6 +29,7 @@ pub(super) struct ServiceSync<C> {
     services: Store<Service>,
     memory: Arc<Memory>,
     claim: Claim,
+    policy: SharedPolicy,
 }
 
 impl<C: Cloud> Reconcile for ServiceSync<C> {
@@ -75,8 +77,14 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
 }
 
 impl<C: Cloud> ServiceSync<C> {
-    pub(super) fn new(ctx: Context<C>, services: Store<Service>, memory: Arc<Memory>, claim: Claim) -> Self {
-        ServiceSync { ctx, services, memory, claim }
+    pub(super) fn new(
+        ctx: Context<C>,
+        services: Store<Service>,
+        memory: Arc<Memory>,
+        claim: Claim,
+        policy: SharedPolicy,
+    ) -> Self {
+        ServiceSync { ctx, services, memory, claim, policy }
     }
 
     fn api(&self, service: &Service) -> Api<Service> {
@@ -132,7 +140,7 @@ impl<C: Cloud> ServiceSync<C> {
             }
             Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
-        if let Some(refused) = ingress::refused(&status, &self.ctx.settings.cluster_cidrs) {
+        if let Some(refused) = self.refused(&service, &status) {
             return Err(refused.into());
         }
         let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
@@ -143,6 +151,16 @@ impl<C: Cloud> ServiceSync<C> {
         }
         self.memory.ensured(key, nodes);
         self.patch_status(key, &service, status).await
+    }
+
+    /// Why the provider's answer `status` for `service` may not be
+    /// published, if it may not.
+    fn refused(&self, service: &Service, status: &LoadBalancerStatus) -> Option<ingress::RefusedIngress> {
+        let settings = &self.ctx.settings;
+        self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, settings)).or_else(|| {
+            let services = self.services.state();
+            ingress::taken(status, service, services.iter().map(|other| &**other), |other| self.claim.owns(other))
+        })
     }
 
     /// Deletes the load balancer, then lets the Service go, as upstream's
@@ -254,13 +272,15 @@ fn annotation(service: &Service) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::api::core::v1::{LoadBalancerIngress, Node, ServiceStatus};
     use kube::runtime::reflector::ObjectRef;
 
     use wasm_ccm_cloud::Function;
 
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
+    use crate::service::ingress::IngressRanges;
+    use crate::service::policy::LoadBalancerPolicy;
 
     fn ingress(service: &Service) -> Option<String> {
         let status = service.status.as_ref()?.load_balancer.as_ref()?;
@@ -274,7 +294,7 @@ mod tests {
     }
 
     fn sync(env: &TestEnv, memory: &Arc<Memory>) -> ServiceSync<TestCloud> {
-        ServiceSync::new(env.context(), env.services(), memory.clone(), env.claim())
+        ServiceSync::new(env.context(), env.services(), memory.clone(), env.claim(), SharedPolicy::default())
     }
 
     #[tokio::test]
@@ -511,6 +531,41 @@ mod tests {
         let (_, reason, _, note) = env.events().pop().unwrap();
         assert_eq!(reason, "SyncLoadBalancerFailed");
         assert!(note.starts_with("Error syncing load balancer: the provider answered 192.0.2."), "{note}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_outside_the_provider_s_ingress_ranges_is_refused_until_the_ranges_change() {
+        let mut env = env().await;
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        let ranges = |entries: &[&str]| LoadBalancerPolicy {
+            ingress_ranges: IngressRanges::new(entries).unwrap(),
+            ..LoadBalancerPolicy::default()
+        };
+        let policy = SharedPolicy::new(ranges(&["198.51.100.0/24", "*.lb.example.com"]));
+        let sync = ServiceSync::new(env.context(), env.services(), Arc::default(), env.claim(), policy.clone());
+        let err = sync.reconcile(&key).await.unwrap_err();
+        assert!(err.to_string().ends_with("which is outside the provider's ingress ranges; nothing was published"));
+        assert_eq!(ingress(&env.service("web").await), None, "nothing published");
+        policy.set(ranges(&["192.0.2.0/24"]));
+        sync.reconcile(&key).await.unwrap();
+        assert!(ingress(&env.service("web").await).is_some(), "published once the operator widened the ranges");
+    }
+
+    #[tokio::test]
+    async fn an_address_another_service_publishes_is_refused() {
+        let mut env = env().await;
+        // Another implementation's load balancer, published on every
+        // address the test cloud answers.
+        let mut theirs = Service::test("theirs").with_class("example.com/other");
+        let every = (0..=255).map(|n| LoadBalancerIngress { ip: Some(format!("192.0.2.{n}")), ..Default::default() });
+        let load_balancer = LoadBalancerStatus { ingress: Some(every.collect()) };
+        theirs.status = Some(ServiceStatus { load_balancer: Some(load_balancer), ..ServiceStatus::default() });
+        env.add_service(theirs).await;
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        let err = sync(&env, &Arc::default()).reconcile(&key).await.unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("which is the load balancer ingress of Service default/theirs"), "{message}");
+        assert_eq!(ingress(&env.service("web").await), None, "nothing published");
     }
 
     #[tokio::test]
