@@ -129,7 +129,8 @@ pub async fn node_addresses<C: Cloud>(cloud: &C, node: &Node) -> Result<Vec<Node
 }
 
 /// Whether the node's instance exists. Through the first instances API, an
-/// instance the cloud does not find, or whose ID is empty, does not exist.
+/// instance the cloud does not find by name does not exist; one it gives an
+/// empty ID is asked about as `<provider>://`, as upstream 1.33 asks.
 ///
 /// # Errors
 /// The provider's, `NotImplemented` included: the caller cannot tell.
@@ -141,17 +142,10 @@ pub async fn instance_exists<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, P
     if !parts.instances {
         return Err(ProviderError::NotImplemented);
     }
-    let provider_id = match own_provider_id(node) {
-        Some(id) => id,
-        None => match cloud.instance_id(name(node)).await {
-            Ok(id) if id.is_empty() => {
-                tracing::warn!(node = name(node), "the cloud gives no instance ID for the node: it does not exist");
-                return Ok(false);
-            }
-            Ok(id) => format!("{}://{id}", cloud.info().name),
-            Err(ProviderError::InstanceNotFound) => return Ok(false),
-            Err(err) => return Err(err),
-        },
+    let provider_id = match provider_id(cloud, node).await {
+        Ok(id) => id,
+        Err(ProviderError::InstanceNotFound) => return Ok(false),
+        Err(err) => return Err(err),
     };
     cloud.instance_exists_by_provider_id(&provider_id).await
 }
@@ -177,5 +171,32 @@ pub async fn instance_shutdown<C: Cloud>(cloud: &C, node: &Node) -> Result<bool,
     match cloud.instance_shutdown_by_provider_id(&provider_id).await {
         Err(ProviderError::NotImplemented) => Ok(false),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wasm_ccm_cloud::{Function, Parts};
+
+    use super::*;
+    use crate::fixtures::{NodeFixture, TestCloud};
+
+    fn first_api_cloud() -> TestCloud {
+        TestCloud::default().with_parts(Parts { instances: true, ..Parts::default() })
+    }
+
+    #[tokio::test]
+    async fn an_empty_instance_id_is_asked_about_as_the_provider_s_bare_scheme() {
+        let cloud = first_api_cloud().with_instance("node-a", "", "10.0.0.1");
+        assert!(instance_exists(&cloud, &Node::test("node-a")).await.unwrap(), "the cloud knows test://");
+        assert_eq!(cloud.take_calls(), ["instance-id node-a", "instance-exists-by-provider-id test://"]);
+    }
+
+    #[tokio::test]
+    async fn an_instance_the_cloud_does_not_find_by_name_does_not_exist() {
+        let cloud = first_api_cloud();
+        assert!(!instance_exists(&cloud, &Node::test("node-a")).await.unwrap());
+        cloud.fail(Function::InstanceId, ProviderError::Cloud("throttled".into()));
+        assert!(instance_exists(&cloud, &Node::test("node-a")).await.is_err(), "another error is not an answer");
     }
 }

@@ -95,9 +95,14 @@ pub fn plan(routes: &[Route], nodes: &[Arc<Node>], cluster_cidrs: &[IpNet]) -> P
         conditioned.insert(name.clone());
         for cidr in cidrs {
             let Some(net) = normalize(&cidr) else { continue };
-            let existing = routes.iter().find(|route| {
-                !route.blackhole && route.target_node == name && normalize(&route.destination_cidr) == Some(net)
-            });
+            let existing = routes
+                .iter()
+                .find(|route| route.target_node == name && normalize(&route.destination_cidr) == Some(net));
+            // A blackhole is deleted now and made again next period, as
+            // upstream: never a delete and a create of one CIDR at once.
+            if existing.is_some_and(|route| route.blackhole) {
+                continue;
+            }
             let up_to_date = existing.is_some_and(|route| {
                 !route.enable_node_addresses || same_addresses(&route.target_node_addresses, &addresses(node))
             });
@@ -328,11 +333,21 @@ mod tests {
                 (wanted.name_hint.as_str(), wanted.route.target_node.as_str(), wanted.route.destination_cidr.as_str())
             })
             .collect();
-        assert_eq!(created, [("uid-a", "a", "fd00:10:244:1::/64"), ("uid-b", "b", "10.244.2.0/24")]);
+        assert_eq!(created, [("uid-a", "a", "fd00:10:244:1::/64")], "b's blackhole is made again next period");
         let deleted: Vec<&str> = plan.delete.iter().map(|route| route.name.as_str()).collect();
         assert_eq!(deleted, ["r-b-old", "r-hole", "r-b-hole"], "never touches routes outside the cluster CIDR");
+        let next = plan_after(&routes, &plan);
+        let next = super::plan(&next, &nodes, &cluster);
+        let created: Vec<&str> = next.create.iter().map(|wanted| wanted.route.destination_cidr.as_str()).collect();
+        assert_eq!(created, ["10.244.2.0/24"], "the period after, b's route is made");
         let conditioned: Vec<&str> = plan.conditioned.iter().map(String::as_str).collect();
         assert_eq!(conditioned, ["a", "b", "gone", "x"], "nodes with pod CIDRs or routes, not c");
+    }
+
+    /// The cloud's routes once `plan` is carried out.
+    fn plan_after(routes: &[Route], plan: &Plan) -> Vec<Route> {
+        let kept = routes.iter().filter(|route| !plan.delete.iter().any(|deleted| deleted.name == route.name));
+        kept.cloned().chain(plan.create.iter().map(|wanted| wanted.route.clone())).collect()
     }
 
     #[test]

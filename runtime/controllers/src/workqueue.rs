@@ -14,18 +14,39 @@ use tokio::time::Instant;
 use crate::metrics::QueueMetrics;
 
 /// Per-key exponential backoff: `base`, doubled after every failure, up to
-/// `max`.
+/// `max`; with an `overall` bucket, retries of all keys together are
+/// paced too, and a retry waits for whichever is later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// The delay after the first failure.
     pub base: Duration,
     /// The longest delay.
     pub max: Duration,
+    /// The pace of all keys' retries together.
+    pub overall: Option<Bucket>,
+}
+
+/// A token bucket: `burst` retries at once, then `per_second`, as
+/// client-go's `BucketRateLimiter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    /// Retries per second once the burst is spent.
+    pub per_second: u32,
+    /// Retries at once.
+    pub burst: u32,
 }
 
 impl Backoff {
     /// Upstream's service controller backoff: 5 s to 300 s.
-    pub const SERVICE: Backoff = Backoff { base: Duration::from_secs(5), max: Duration::from_secs(300) };
+    pub const SERVICE: Backoff = Backoff { base: Duration::from_secs(5), max: Duration::from_secs(300), overall: None };
+    /// client-go's default controller rate limiter, which upstream's cloud
+    /// node controller uses: 5 ms to 1000 s per key, and 10 retries per
+    /// second with bursts of 100 overall.
+    pub const CONTROLLER: Backoff = Backoff {
+        base: Duration::from_millis(5),
+        max: Duration::from_secs(1000),
+        overall: Some(Bucket { per_second: 10, burst: 100 }),
+    };
 
     /// The delay after `failures` earlier failures.
     pub fn delay(&self, failures: u32) -> Duration {
@@ -42,7 +63,24 @@ struct State<K> {
     /// Keys added while being processed.
     dirty: HashSet<K>,
     failures: HashMap<K, u32>,
+    /// When the overall bucket's next retry is due, were it never to
+    /// burst (the theoretical arrival time of the generic cell rate
+    /// algorithm).
+    overall_due: Option<Instant>,
     shut_down: bool,
+}
+
+impl<K> State<K> {
+    /// Reserves a retry in `bucket` at `now`: how long it waits. A
+    /// reservation is taken even when it must wait, as client-go's
+    /// `Reserve`; `governor` only checks whether one is free now, so this
+    /// is written out.
+    fn reserve(&mut self, bucket: Bucket, now: Instant) -> Duration {
+        let interval = Duration::from_secs(1) / bucket.per_second.max(1);
+        let due = self.overall_due.map_or(now, |due| due.max(now)) + interval;
+        self.overall_due = Some(due);
+        due.saturating_duration_since(now + interval * bucket.burst.max(1))
+    }
 }
 
 struct Shared<K> {
@@ -80,6 +118,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 processing: HashMap::new(),
                 dirty: HashSet::new(),
                 failures: HashMap::new(),
+                overall_due: None,
                 shut_down: false,
             }),
             ready: Notify::new(),
@@ -126,7 +165,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             let failures = state.failures.entry(key.clone()).or_insert(0);
             let delay = backoff.delay(*failures);
             *failures = failures.saturating_add(1);
-            delay
+            let overall = backoff.overall.map(|bucket| state.reserve(bucket, Instant::now()));
+            delay.max(overall.unwrap_or_default())
         };
         self.shared.metrics.retries.inc();
         self.add_after(key, delay);
@@ -257,6 +297,24 @@ mod tests {
         let delays: Vec<u64> = (0..8).map(|failures| backoff.delay(failures).as_secs()).collect();
         assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300]);
         assert_eq!(backoff.delay(u32::MAX), Duration::from_secs(300));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_controller_backoff_paces_each_key_and_all_keys_together() {
+        let queue = WorkQueue::<String>::new(Metrics::default().queue("test"));
+        let backoff = Backoff::CONTROLLER;
+        let key = |n: u32| format!("node-{n}");
+        let first: Vec<Duration> = (0..3).map(|_| queue.add_rate_limited(key(0), &backoff)).collect();
+        assert_eq!(first, [5, 10, 20].map(Duration::from_millis), "one key's own backoff");
+        assert_eq!(backoff.delay(40), Duration::from_secs(1000));
+        // 100 retries at once are the burst (three taken above); then one
+        // every 100 ms.
+        let burst: Vec<Duration> = (1..98).map(|n| queue.add_rate_limited(key(n), &backoff)).collect();
+        assert!(burst.iter().all(|delay| *delay == Duration::from_millis(5)), "{burst:?}");
+        assert_eq!(queue.add_rate_limited(key(98), &backoff), Duration::from_millis(100));
+        assert_eq!(queue.add_rate_limited(key(99), &backoff), Duration::from_millis(200));
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(queue.add_rate_limited(key(100), &backoff), Duration::from_millis(5), "the bucket refilled");
     }
 
     #[tokio::test]

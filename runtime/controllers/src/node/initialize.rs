@@ -13,7 +13,7 @@ use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use wasm_ccm_cloud::{Cloud, InstanceMetadata};
 
-use super::addresses::{node_addresses, provided_node_ips};
+use super::addresses::{AddressError, node_addresses, provided_node_ips};
 use super::labels::{cloud_labels, labels_to_reconcile};
 use crate::context::Context;
 use crate::error::Error;
@@ -22,8 +22,6 @@ use crate::runner::{Reconcile, Retry};
 use crate::taints::{UNINITIALIZED, has_taint, taints};
 use crate::workqueue::Backoff;
 
-/// How failing nodes are retried.
-const BACKOFF: Backoff = Backoff { base: Duration::from_secs(1), max: Duration::from_secs(300) };
 /// Writes of a node's spec tried again after a conflict, without asking the
 /// cloud again.
 const CONFLICT_RETRIES: usize = 5;
@@ -43,7 +41,7 @@ impl<C: Cloud> Reconcile for InitializeNode<C> {
 
     const NAME: &'static str = "cloud-node";
     const QUEUE: &'static str = "Nodes";
-    const RETRY: Retry = Retry::Backoff(BACKOFF);
+    const RETRY: Retry = Retry::Backoff(Backoff::CONTROLLER);
 
     async fn reconcile(&self, name: &String) -> Result<(), Error> {
         let Some(node) = self.ctx.nodes.store().get(&ObjectRef::new(name)) else {
@@ -67,8 +65,13 @@ impl<C: Cloud> InitializeNode<C> {
             .map_err(Error::cloud(format!("failed to get instance metadata for node {name}")))?;
         let provided = provided_node_ips(node)?;
         let existing = node.status.as_ref().and_then(|status| status.addresses.clone()).unwrap_or_default();
-        // An empty answer never wipes what the node has, as upstream.
+        // An empty answer never wipes what the node has, as upstream; but
+        // it cannot vouch for the IP kubelet was given, so such a node
+        // stays uninitialised, as upstream.
         let addresses = if metadata.node_addresses.is_empty() {
+            if let Some(ip) = provided.first() {
+                return Err(AddressError::NoMatch(*ip).into());
+            }
             None
         } else {
             Some(node_addresses(&metadata.node_addresses, &provided, &existing)?)
@@ -266,6 +269,20 @@ mod tests {
         let err = initialize(&env, "node-a").await.unwrap_err();
         assert!(err.to_string().contains("10.0.0.9"), "{err}");
         assert!(has_taint(&env.node("node-a").await, UNINITIALIZED));
+    }
+
+    #[tokio::test]
+    async fn a_provided_node_ip_and_no_addresses_from_the_cloud_keeps_the_taint() {
+        let cloud = TestCloud::default().with_instance("node-a", "i-a", "10.0.0.1");
+        cloud.update_instance("node-a", |instance| instance.metadata.node_addresses.clear());
+        let mut env = TestEnv::new(cloud).await;
+        let mut node = Node::test("node-a").with_taint(UNINITIALIZED).with_addresses(&[("InternalIP", "10.0.0.1")]);
+        node.metadata.annotations =
+            Some(BTreeMap::from([(super::super::addresses::PROVIDED_NODE_IP.to_owned(), "10.0.0.1".to_owned())]));
+        env.add_node(node).await;
+        let err = initialize(&env, "node-a").await.unwrap_err();
+        assert!(err.to_string().contains("matches ip: 10.0.0.1"), "{err}");
+        assert!(has_taint(&env.node("node-a").await, UNINITIALIZED), "the cloud cannot vouch for the node's IP");
     }
 
     #[tokio::test]
