@@ -25,7 +25,8 @@
 //! (`KUBEBUILDER_ASSETS` or `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`),
 //! and `upstream-ccm-fake` (`UPSTREAM_CCM`, else beside kube-apiserver).
 //! `BENCH_SKIP_UPSTREAM_DEFAULTS=1` leaves out upstream at its defaults,
-//! which takes minutes per scenario.
+//! which takes minutes per scenario; `BENCH_GO_FAKE=1` adds wasm-ccm with
+//! the Go fake (`providers/fake-go`) to the first scenario.
 //!
 //! `BENCH_CLUSTERS` lists the clusters to run the first scenario in, by
 //! node count, `-not-ready` marking nodes without a Ready condition or
@@ -62,8 +63,9 @@ enum Contender {
     UpstreamDefaults,
     /// Upstream as a careful operator tunes it.
     UpstreamTuned,
-    /// wasm-ccm at its defaults, the fake provider injecting `faults`.
-    WasmCcm { faults: Value },
+    /// wasm-ccm at its defaults, the fake provider (the Go one when `go`)
+    /// injecting `faults`.
+    WasmCcm { faults: Value, go: bool },
 }
 
 impl Contender {
@@ -71,7 +73,8 @@ impl Contender {
         match self {
             Contender::UpstreamDefaults => "upstream, defaults".to_owned(),
             Contender::UpstreamTuned => "upstream, 20 syncs, QPS 1000/2000".to_owned(),
-            Contender::WasmCcm { faults } if faults.as_object().is_none_or(|faults| faults.is_empty()) => {
+            Contender::WasmCcm { go: true, .. } => "wasm-ccm, defaults, the Go fake".to_owned(),
+            Contender::WasmCcm { faults, .. } if faults.as_object().is_none_or(|faults| faults.is_empty()) => {
                 "wasm-ccm, defaults".to_owned()
             }
             Contender::WasmCcm { .. } => "wasm-ccm, defaults, 50 ms per call".to_owned(),
@@ -92,7 +95,7 @@ impl Contender {
         plane.write_kubeconfig(self.identity(), &kubeconfig)?;
         let log = std::fs::File::create(dir.join("controller.log"))?;
         let mut command = match self {
-            Contender::WasmCcm { faults } => {
+            Contender::WasmCcm { faults, go } => {
                 let config = dir.join("fake.json");
                 // Every machine of the cluster and the storm, so that none
                 // is deleted as gone from the cloud.
@@ -111,7 +114,11 @@ impl Contender {
                     .args(["run", "--secure-port", "0", "--kubeconfig"])
                     .arg(&kubeconfig)
                     .arg("--provider")
-                    .arg(repository().join("target/wasm/provider_fake.wasm"))
+                    .arg(repository().join(if *go {
+                        "target/wasm/provider_fake_go.wasm"
+                    } else {
+                        "target/wasm/provider_fake.wasm"
+                    }))
                     .arg("--cloud-config")
                     .arg(&config);
                 command
@@ -384,7 +391,7 @@ fn ratios(runs: &[(Contender, Run)]) {
         |wanted: fn(&Contender) -> bool| runs.iter().find(|(contender, _)| wanted(contender)).map(|(_, run)| run);
     let upstream = find(|contender| matches!(contender, Contender::UpstreamTuned));
     let ours = find(
-        |contender| matches!(contender, Contender::WasmCcm { faults } if faults.as_object().is_none_or(|f| f.is_empty())),
+        |contender| matches!(contender, Contender::WasmCcm { faults, go: false } if faults.as_object().is_none_or(|f| f.is_empty())),
     );
     let (Some(upstream), Some(ours)) = (upstream, ours) else { return };
     let mut line = format!(
@@ -422,7 +429,8 @@ fn main() -> anyhow::Result<()> {
     let assets = Assets::find_or_skip("the controllers benchmark")?
         .ok_or_else(|| anyhow::anyhow!("set KUBEBUILDER_ASSETS or TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD"))?;
     let skip_defaults = std::env::var_os("BENCH_SKIP_UPSTREAM_DEFAULTS").is_some_and(|value| value != "0");
-    let mut contenders = vec![Contender::UpstreamTuned, Contender::WasmCcm { faults: json!({}) }];
+    let go_fake = std::env::var_os("BENCH_GO_FAKE").is_some_and(|value| value != "0");
+    let mut contenders = vec![Contender::UpstreamTuned, Contender::WasmCcm { faults: json!({}), go: false }];
     if !skip_defaults {
         contenders.insert(0, Contender::UpstreamDefaults);
     }
@@ -435,7 +443,10 @@ fn main() -> anyhow::Result<()> {
             let mut runs = Vec::new();
             let mut contenders = contenders.clone();
             if scenario == Scenario::Existing && cluster == clusters[0] {
-                contenders.push(Contender::WasmCcm { faults: json!({"load-balancer.ensure": {"latencyMs": 50}}) });
+                contenders.push(Contender::WasmCcm { faults: json!({"load-balancer.ensure": {"latencyMs": 50}}), go: false });
+                if go_fake {
+                    contenders.push(Contender::WasmCcm { faults: json!({}), go: true });
+                }
             }
             for contender in contenders {
                 let run = run(&assets, &contender, scenario, cluster).await?;
