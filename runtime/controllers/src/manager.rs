@@ -27,6 +27,7 @@ use crate::context::Context;
 use crate::events::Events;
 use crate::informer::{Change, informer};
 use crate::lifecycle::NodeLifecycleController;
+use crate::members::{Member, Members};
 use crate::metrics::Metrics;
 use crate::node::CloudNodeController;
 use crate::nodes::NodeCache;
@@ -91,25 +92,6 @@ fn check_cluster_cidrs(cidrs: &[IpNet]) -> Result<(), ManagerError> {
         _ => Err(ManagerError::InvalidClusterCidrs("at most two networks, one per IP family")),
     }
 }
-
-/// One provider the controllers call, and what it serves.
-#[derive(Debug, Clone)]
-pub struct Member<C> {
-    /// The provider.
-    pub cloud: C,
-    /// What it serves.
-    pub serves: Serves,
-    /// What the operator sets for its load balancers; a change reaches
-    /// its running lane.
-    pub load_balancers: LoadBalancerPolicy,
-}
-
-/// The providers by the names their metrics, events and load balancer
-/// annotations carry. A provider keeps its cloud for as long as its name
-/// is in the set: a new cloud under a name already running is not picked
-/// up, so a provider is re-configured inside its cloud (see
-/// the host's `ProviderHandle::swap`).
-pub type Members<C> = BTreeMap<Arc<str>, Member<C>>;
 
 /// Runs the cloud controllers.
 pub struct ControllerManager<C: Cloud> {

@@ -21,7 +21,7 @@ use super::{ServiceController, ServiceTriggers};
 use crate::context::Context;
 use crate::events::Events;
 use crate::informer::Change;
-use crate::manager::{Member, Members};
+use crate::members::{Member, Members};
 use crate::runner::Stopped;
 
 /// What feeds the lanes; clones share it.
