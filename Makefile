@@ -25,8 +25,8 @@ demo: guests
 
 ## Set up and run the whole test suite, with the format and lint checks.
 test: guests test-servers lint
-	$(CARGO) build --locked --workspace --bins
 	$(CARGO) test --locked --workspace
+	$(CARGO) test --locked --workspace --test integration -- --ignored --test-threads=1
 
 ## Build every provider and test guest into a component under target/wasm.
 guests:

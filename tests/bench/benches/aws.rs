@@ -24,10 +24,10 @@ use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_bench::services::{create_all, service, wait_for_ingress};
-use wasm_ccm_bench::{peak_memory_kib, wasm_ccm_run};
+use wasm_ccm_bench::{node, peak_memory_kib, wasm_ccm_run};
 use wasm_ccm_fake_cloud::FakeCloud;
+use wasm_ccm_tests::guest_path;
 use wasm_ccm_tests::moto::{Moto, REGION, SeededInstance};
-use wasm_ccm_tests::repository;
 
 const SERVICES: usize = 200;
 const NODES: usize = 4;
@@ -54,18 +54,6 @@ for reservation in ec2.describe_instances(InstanceIds=made)["Reservations"]:
         })
 print(json.dumps(described))
 "#;
-
-fn node(name: &str, provider_id: &str, address: &str) -> Node {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"providerID": provider_id},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "addresses": [{"type": "InternalIP", "address": address}],
-        },
-    }))
-    .expect("a node")
-}
 
 /// Requests of one AWS action through the proxy.
 #[derive(Debug, Default, Clone)]
@@ -195,7 +183,7 @@ async fn fake(dir: &Path) -> anyhow::Result<Run> {
         (0..NODES).map(|index| node(&format!("node-{index}"), &format!("fake://i-{index}"), "10.0.0.1")).collect();
     let flags = vec![
         "--provider".to_owned(),
-        repository().join("target/wasm/provider_fake.wasm").display().to_string(),
+        guest_path("provider-fake").display().to_string(),
         "--cloud-config".to_owned(),
         config.display().to_string(),
         "--provider-allow".to_owned(),
@@ -235,7 +223,7 @@ async fn aws(dir: &Path) -> anyhow::Result<Run> {
         .collect();
     let flags = vec![
         "--provider".to_owned(),
-        repository().join("target/wasm/provider_aws.wasm").display().to_string(),
+        guest_path("provider-aws").display().to_string(),
         "--cloud-config".to_owned(),
         config.display().to_string(),
         "--provider-credentials".to_owned(),

@@ -40,7 +40,7 @@ use serde_json::{Value, json};
 use wasm_ccm_bench::services::{create_all, service};
 use wasm_ccm_bench::{cpu_time, peak_memory_kib, release_binary};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
-use wasm_ccm_tests::repository;
+use wasm_ccm_tests::guest_path;
 
 const SERVICES: usize = 1000;
 const NODES: usize = 100;
@@ -97,7 +97,7 @@ impl Contender {
                     .args(["run", "--secure-port", "0", "--kubeconfig"])
                     .arg(&kubeconfig)
                     .arg("--provider")
-                    .arg(repository().join("target/wasm/provider_fake.wasm"))
+                    .arg(guest_path("provider-fake"))
                     .arg("--cloud-config")
                     .arg(&config);
                 command
@@ -164,16 +164,7 @@ fn address(index: usize) -> String {
 }
 
 fn node(index: usize) -> Node {
-    let name = format!("node-{index:03}");
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"providerID": format!("fake://i-{index:03}")},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "addresses": [{"type": "InternalIP", "address": address(index)}],
-        },
-    }))
-    .expect("a node")
+    wasm_ccm_bench::node(&format!("node-{index:03}"), &format!("fake://i-{index:03}"), &address(index))
 }
 
 /// Counts the Services that have an ingress, from one watch.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_fake::Fake;
 use serde_json::json;
@@ -16,7 +16,7 @@ use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, LoadedProvider, 
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
 use wasm_ccm_sdk::types as sdk;
 use wasm_ccm_sdk::{LoadBalancer, Provider};
-use wasm_ccm_tests::{allow, guest, spec};
+use wasm_ccm_tests::{ServiceFixture, ServicePortFixture, allow, guest, spec};
 
 const PROBES: usize = 5000;
 const ENSURES: usize = 500;
@@ -137,25 +137,10 @@ fn sdk_node(node: &Node) -> sdk::Node {
 }
 
 fn service() -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("bench".into()),
-            uid: Some("9d0b5d7e-0000-4000-8000-000000000001".into()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(vec![ServicePort {
-                name: Some("http".into()),
-                port: 80,
-                node_port: Some(30080),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    Service::test("web")
+        .with_namespace("bench")
+        .with_uid("9d0b5d7e-0000-4000-8000-000000000001")
+        .with_ports([ServicePort::test("http", 80).with_node_port(30080)])
 }
 
 fn sdk_service() -> sdk::Service {

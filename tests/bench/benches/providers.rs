@@ -33,7 +33,7 @@ use wasm_ccm_controllers::{
     ControllerManager, ManagerError, Member, Members, Metrics, Readiness, Serves, Settings, enabled_controllers,
 };
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
-use wasm_ccm_tests::{guest, spec};
+use wasm_ccm_tests::{ServiceFixture, guest, spec};
 
 /// Services of the throughput runs.
 const SERVICES: usize = 1000;
@@ -66,17 +66,6 @@ async fn fake(engine: &Engine, name: &str, index: usize) -> anyhow::Result<Membe
 fn member(provider: LoadedProvider, name: &str) -> Member<ProviderHandle> {
     let serves = Serves { load_balancer_classes: BTreeSet::from([class(name)]), ..Serves::default() };
     Member { cloud: ProviderHandle::new(provider), serves }
-}
-
-/// A LoadBalancer Service of `class` with `annotations`.
-fn service(name: &str, class: &str, annotations: &[(&str, &str)]) -> Service {
-    let annotations: serde_json::Map<String, serde_json::Value> =
-        annotations.iter().map(|(key, value)| ((*key).to_owned(), json!(value))).collect();
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "annotations": annotations},
-        "spec": {"type": "LoadBalancer", "loadBalancerClass": class, "ports": [{"name": "http", "port": 80}]},
-    }))
-    .expect("a Service")
 }
 
 /// The controllers serving `members` on `api`, until dropped.
@@ -184,7 +173,7 @@ async fn throughput(engine: &Engine, providers: usize) -> anyhow::Result<Duratio
         services
             .iter()
             .enumerate()
-            .map(|(index, name)| service(name, &class(&names[index % providers]), &[]))
+            .map(|(index, name)| Service::test(name).with_class(&class(&names[index % providers])))
             .collect(),
     )
     .await?;
@@ -213,7 +202,9 @@ async fn neighbour(engine: &Engine, hostile: bool) -> anyhow::Result<Duration> {
         let attacks = ["spin", "grow", "sleep"].iter().flat_map(|attack| {
             (0..HOSTILE_SERVICES).map(move |index| {
                 let annotations = [("hostile/attack", *attack), ("hostile/arg", "1024")];
-                service(&format!("hostile-{attack}-{index:02}"), &class("hostile"), &annotations)
+                Service::test(&format!("hostile-{attack}-{index:02}"))
+                    .with_class(&class("hostile"))
+                    .with_annotations(&annotations)
             })
         });
         create(&api, attacks.collect()).await?;
@@ -222,7 +213,7 @@ async fn neighbour(engine: &Engine, hostile: bool) -> anyhow::Result<Duration> {
     }
     let names: Vec<String> = (0..GOOD_SERVICES).map(|index| format!("good-{index:03}")).collect();
     let started = Instant::now();
-    create(&api, names.iter().map(|name| service(name, &class("good"), &[])).collect()).await?;
+    create(&api, names.iter().map(|name| Service::test(name).with_class(&class("good"))).collect()).await?;
     let time = all_ingress(&api, &names, started).await?;
     controllers.stop().await?;
     Ok(time)

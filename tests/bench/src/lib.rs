@@ -64,6 +64,16 @@ pub fn peak_memory_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// A Ready node as the benchmarks register them: its host name label, a
+/// provider ID and one internal address.
+pub fn node(name: &str, provider_id: &str, address: &str) -> k8s_openapi::api::core::v1::Node {
+    use wasm_ccm_tests::NodeFixture as _;
+    k8s_openapi::api::core::v1::Node::test(name)
+        .with_labels(&[("kubernetes.io/hostname", name)])
+        .with_provider_id(provider_id)
+        .with_addresses(&[("InternalIP", address)])
+}
+
 /// The release `wasm-ccm` binary in the target directory cargo uses
 /// (`CARGO_TARGET_DIR`, relative to the repository when relative, else
 /// `target/`).
@@ -101,8 +111,8 @@ pub mod services {
     use futures::StreamExt;
     use k8s_openapi::api::core::v1::Service;
     use kube::api::{Api, PostParams};
-    use serde_json::json;
     use wasm_ccm_apiserver::ApiServer;
+    use wasm_ccm_tests::ServiceFixture;
 
     /// The name of Service `index`.
     pub fn name(index: usize) -> String {
@@ -111,11 +121,7 @@ pub mod services {
 
     /// Service `index`: one port, type LoadBalancer.
     pub fn service(index: usize) -> Service {
-        serde_json::from_value(json!({
-            "metadata": {"name": name(index)},
-            "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}], "selector": {"app": "bench"}},
-        }))
-        .expect("a service")
+        Service::test(&name(index))
     }
 
     /// Creates `objects`, 64 requests at once.

@@ -4,13 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Node, NodeAddress, Service, ServicePort};
 use serde_json::json;
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::types::{Parts, Route};
 use wasm_ccm_host::{ProviderError, ProviderHandle};
-use wasm_ccm_tests::{allow, guest, load, spec};
+use wasm_ccm_tests::{NodeFixture, ServiceFixture, ServicePortFixture, allow, guest, load, spec};
 
 fn config(cloud: &FakeCloud, faults: serde_json::Value) -> Vec<u8> {
     json!({
@@ -40,34 +39,13 @@ async fn fake(cloud: &FakeCloud, faults: serde_json::Value) -> ProviderHandle {
     ProviderHandle::new(load(spec).await)
 }
 
-fn node(name: &str, provider_id: Option<&str>) -> Node {
-    Node {
-        metadata: ObjectMeta { name: Some(name.into()), uid: Some(format!("uid-{name}")), ..Default::default() },
-        spec: Some(NodeSpec { provider_id: provider_id.map(Into::into), ..Default::default() }),
-        ..Default::default()
-    }
-}
-
+/// `shop/web` with `uid`, asking for `load_balancer_ip` when given.
 fn service(uid: &str, load_balancer_ip: Option<&str>) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("shop".into()),
-            uid: Some(uid.into()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            load_balancer_ip: load_balancer_ip.map(Into::into),
-            ports: Some(vec![ServicePort {
-                name: Some("http".into()),
-                port: 80,
-                node_port: Some(30080),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        ..Default::default()
+    let web = Service::test("web").with_namespace("shop").with_uid(uid);
+    let web = web.with_ports([ServicePort::test("http", 80).with_node_port(30080)]);
+    match load_balancer_ip {
+        Some(ip) => web.with_load_balancer_ip(ip),
+        None => web,
     }
 }
 
@@ -111,7 +89,7 @@ async fn stateless_load_balancers_need_no_cloud() {
     let ip = |status: &k8s_openapi::api::core::v1::LoadBalancerStatus| {
         status.ingress.as_ref().and_then(|ingress| ingress[0].ip.clone()).unwrap_or_default()
     };
-    let ensured = handle.ensure_load_balancer(&web, &[node("node-a", None)]).await.unwrap();
+    let ensured = handle.ensure_load_balancer(&web, &[Node::test("node-a")]).await.unwrap();
     assert!(ip(&ensured).starts_with("203.0.113."), "{ensured:?}");
     assert_eq!(handle.ensure_load_balancer(&web, &[]).await.unwrap(), ensured, "derived from the UID, the same again");
     assert_eq!(handle.get_load_balancer(&web).await.unwrap(), Some(ensured.clone()));
@@ -127,21 +105,21 @@ async fn stateless_load_balancers_need_no_cloud() {
 async fn instances_v2() {
     let cloud = FakeCloud::start().await.unwrap();
     let handle = fake(&cloud, json!({})).await;
-    assert!(handle.instance_exists(&node("node-a", None)).await.unwrap());
-    assert!(handle.instance_exists(&node("renamed", Some("fake://i-a"))).await.unwrap());
-    assert!(!handle.instance_exists(&node("node-c", None)).await.unwrap(), "terminated");
-    assert!(!handle.instance_exists(&node("nowhere", None)).await.unwrap());
-    assert!(!handle.instance_shutdown(&node("node-a", None)).await.unwrap());
-    assert!(handle.instance_shutdown(&node("node-b", None)).await.unwrap());
-    assert_eq!(handle.instance_shutdown(&node("nowhere", None)).await, Err(ProviderError::InstanceNotFound));
+    assert!(handle.instance_exists(&Node::test("node-a")).await.unwrap());
+    assert!(handle.instance_exists(&Node::test("renamed").with_provider_id("fake://i-a")).await.unwrap());
+    assert!(!handle.instance_exists(&Node::test("node-c")).await.unwrap(), "terminated");
+    assert!(!handle.instance_exists(&Node::test("nowhere")).await.unwrap());
+    assert!(!handle.instance_shutdown(&Node::test("node-a")).await.unwrap());
+    assert!(handle.instance_shutdown(&Node::test("node-b")).await.unwrap());
+    assert_eq!(handle.instance_shutdown(&Node::test("nowhere")).await, Err(ProviderError::InstanceNotFound));
 
-    let metadata = handle.instance_metadata(&node("node-a", None)).await.unwrap();
+    let metadata = handle.instance_metadata(&Node::test("node-a")).await.unwrap();
     assert_eq!(metadata.provider_id, "fake://i-a");
     assert_eq!(metadata.instance_type, "fake.large");
     assert_eq!((metadata.zone.as_str(), metadata.region.as_str()), ("zone-1", "region-1"));
     assert_eq!(metadata.node_addresses, [address("InternalIP", "10.0.0.1"), address("Hostname", "node-a")]);
     assert_eq!(metadata.additional_labels, BTreeMap::from([("fake.example/rack".to_owned(), "r1".to_owned())]));
-    assert_eq!(handle.instance_metadata(&node("nowhere", None)).await, Err(ProviderError::InstanceNotFound));
+    assert_eq!(handle.instance_metadata(&Node::test("nowhere")).await, Err(ProviderError::InstanceNotFound));
 }
 
 #[tokio::test]
@@ -187,7 +165,7 @@ async fn load_balancer_lifecycle() {
     assert_eq!(handle.get_load_balancer(&web).await.unwrap(), None);
     assert_eq!(handle.get_load_balancer_name(&web).await.unwrap(), "a0f1e2d3c4b5a69788796a5b4c3d2e1f");
 
-    let nodes = [node("node-a", None), node("node-b", None)];
+    let nodes = [Node::test("node-a"), Node::test("node-b")];
     let status = handle.ensure_load_balancer(&web, &nodes).await.unwrap();
     let ingress = status.ingress.clone().unwrap();
     let ip = ingress[0].ip.clone().unwrap();
@@ -272,7 +250,7 @@ async fn injected_faults() {
     assert_eq!(handle.ensure_load_balancer_deleted(&web).await, Err(ProviderError::Cloud("cloud is down".into())));
     assert_eq!(handle.get_load_balancer(&web).await, Err(ProviderError::ImplementedElsewhere));
     let started = Instant::now();
-    handle.instance_metadata(&node("node-a", None)).await.unwrap();
+    handle.instance_metadata(&Node::test("node-a")).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(150), "{:?}", started.elapsed());
 }
 

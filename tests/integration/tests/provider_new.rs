@@ -5,7 +5,6 @@
 
 use std::process::{Command, Output};
 
-use wasm_ccm_tests::process::binary;
 use wasm_ccm_tests::repository;
 
 fn run(command: &mut Command) -> Output {
@@ -21,7 +20,7 @@ fn a_new_provider_builds_tests_and_runs_conformance() {
     let crate_dir = dir.path().join("acme");
     let sdk = repository().join("guest-sdk");
     let created =
-        run(Command::new(binary()).args(["provider", "new", "acme", "--sdk"]).arg(&sdk).current_dir(dir.path()));
+        run(Command::new(crate::binary()).args(["provider", "new", "acme", "--sdk"]).arg(&sdk).current_dir(dir.path()));
     assert!(
         String::from_utf8_lossy(&created.stdout)
             .starts_with("created acme (provider-acme: load-balancer, instances-v2)")
@@ -52,7 +51,7 @@ fn a_new_provider_builds_tests_and_runs_conformance() {
     // Conformance: it loads and answers, and each unwritten method is reported.
     let fixture = dir.path().join("fixture.yaml");
     std::fs::write(&fixture, "nodes: [{metadata: {name: node-a}}]\nservices: [{metadata: {name: web}, spec: {ports: [{port: 80, nodePort: 30080}]}}]\n").unwrap();
-    let output = Command::new(binary())
+    let output = Command::new(crate::binary())
         .args(["provider", "conformance"])
         .arg(&component)
         .arg("--fixture")
