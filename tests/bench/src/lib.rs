@@ -1,6 +1,10 @@
-//! What wasm-ccm's benchmarks share: timing statistics and process memory.
+//! What wasm-ccm's benchmarks share: timing statistics, process memory, and the
+//! nodes and Services they create.
 
 use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use wasm_ccm_tests::NodeFixture;
 
 /// Durations of repeated runs.
 pub struct Samples(Vec<Duration>);
@@ -66,9 +70,8 @@ pub fn peak_memory_kib(pid: u32) -> u64 {
 
 /// A Ready node as the benchmarks register them: its host name label, a
 /// provider ID and one internal address.
-pub fn node(name: &str, provider_id: &str, address: &str) -> k8s_openapi::api::core::v1::Node {
-    use wasm_ccm_tests::NodeFixture as _;
-    k8s_openapi::api::core::v1::Node::test(name)
+pub fn node(name: &str, provider_id: &str, address: &str) -> Node {
+    Node::test(name)
         .with_labels(&[("kubernetes.io/hostname", name)])
         .with_provider_id(provider_id)
         .with_addresses(&[("InternalIP", address)])
