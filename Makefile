@@ -27,6 +27,7 @@ demo: guests
 test: guests test-servers lint go-checks
 	$(CARGO) build --locked --workspace --bins --benches
 	$(CARGO) test --locked --workspace
+	$(CARGO) test --locked --workspace --test integration -- --ignored --test-threads=1
 
 ## Build every provider and test guest into a component under target/wasm.
 guests:

@@ -5,10 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{
-    Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec, Taint,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::watcher;
@@ -23,146 +20,8 @@ use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
 use crate::serves::Serves;
 use crate::service::claim::{Claim, Roster};
-use crate::service::rules::LOAD_BALANCER_FINALIZER;
 
-/// Builders of Services for tests.
-pub trait ServiceFixture: Sized {
-    /// A Service of type LoadBalancer named `name` in `default`, one TCP
-    /// port.
-    fn test(name: &str) -> Self;
-    /// With the load-balancer finalizer.
-    fn with_finalizer(self) -> Self;
-    /// Of another type.
-    fn with_type(self, type_: &str) -> Self;
-    /// Of a load balancer class.
-    fn with_class(self, class: &str) -> Self;
-}
-
-impl ServiceFixture for Service {
-    fn test(name: &str) -> Self {
-        Service {
-            metadata: ObjectMeta { name: Some(name.into()), namespace: Some("default".into()), ..Default::default() },
-            spec: Some(ServiceSpec {
-                type_: Some("LoadBalancer".into()),
-                ports: Some(vec![ServicePort { port: 80, ..Default::default() }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    fn with_finalizer(mut self) -> Self {
-        self.metadata.finalizers.get_or_insert_default().push(LOAD_BALANCER_FINALIZER.to_owned());
-        self
-    }
-
-    fn with_type(mut self, type_: &str) -> Self {
-        self.spec.get_or_insert_default().type_ = Some(type_.to_owned());
-        self
-    }
-
-    fn with_class(mut self, class: &str) -> Self {
-        self.spec.get_or_insert_default().load_balancer_class = Some(class.to_owned());
-        self
-    }
-}
-
-/// Builders of nodes for tests.
-pub trait NodeFixture: Sized {
-    /// A Ready node named `name` with kubelet's host name address.
-    fn test(name: &str) -> Self;
-    /// With its Ready condition `ready`.
-    fn ready(self, ready: bool) -> Self;
-    /// With a `NoSchedule` taint `key`.
-    fn with_taint(self, key: &str) -> Self;
-    /// With a provider ID.
-    fn with_provider_id(self, id: &str) -> Self;
-    /// With pod CIDRs.
-    fn with_pod_cidrs(self, cidrs: &[&str]) -> Self;
-    /// With labels.
-    fn with_labels(self, labels: &[(&str, &str)]) -> Self;
-    /// With these addresses (`(type, address)`) instead.
-    fn with_addresses(self, addresses: &[(&str, &str)]) -> Self;
-    /// With a condition `type_` of `status` and `reason`.
-    fn with_condition(self, type_: &str, status: &str, reason: &str) -> Self;
-    /// Being deleted.
-    fn deleting(self) -> Self;
-}
-
-impl NodeFixture for Node {
-    fn test(name: &str) -> Self {
-        Node {
-            metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-            spec: Some(NodeSpec::default()),
-            status: Some(NodeStatus {
-                conditions: Some(vec![NodeCondition {
-                    type_: "Ready".into(),
-                    status: "True".into(),
-                    ..Default::default()
-                }]),
-                addresses: Some(vec![NodeAddress { type_: "Hostname".into(), address: name.into() }]),
-                ..Default::default()
-            }),
-        }
-    }
-
-    fn ready(mut self, ready: bool) -> Self {
-        let status = self.status.get_or_insert_default();
-        for condition in status.conditions.get_or_insert_default() {
-            if condition.type_ == "Ready" {
-                condition.status = if ready { "True" } else { "False" }.to_owned();
-            }
-        }
-        self
-    }
-
-    fn with_taint(mut self, key: &str) -> Self {
-        let taint = Taint { key: key.into(), effect: "NoSchedule".into(), ..Default::default() };
-        self.spec.get_or_insert_default().taints.get_or_insert_default().push(taint);
-        self
-    }
-
-    fn with_provider_id(mut self, id: &str) -> Self {
-        self.spec.get_or_insert_default().provider_id = Some(id.to_owned());
-        self
-    }
-
-    fn with_pod_cidrs(mut self, cidrs: &[&str]) -> Self {
-        let spec = self.spec.get_or_insert_default();
-        spec.pod_cidr = cidrs.first().map(|cidr| (*cidr).to_owned());
-        spec.pod_cidrs = Some(cidrs.iter().map(|cidr| (*cidr).to_owned()).collect());
-        self
-    }
-
-    fn with_labels(mut self, labels: &[(&str, &str)]) -> Self {
-        let existing = self.metadata.labels.get_or_insert_default();
-        existing.extend(labels.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())));
-        self
-    }
-
-    fn with_addresses(mut self, addresses: &[(&str, &str)]) -> Self {
-        let addresses =
-            addresses.iter().map(|(type_, address)| NodeAddress { type_: (*type_).into(), address: (*address).into() });
-        self.status.get_or_insert_default().addresses = Some(addresses.collect());
-        self
-    }
-
-    fn with_condition(mut self, type_: &str, status: &str, reason: &str) -> Self {
-        let condition = NodeCondition {
-            type_: type_.into(),
-            status: status.into(),
-            reason: Some(reason.into()),
-            ..Default::default()
-        };
-        self.status.get_or_insert_default().conditions.get_or_insert_default().push(condition);
-        self
-    }
-
-    fn deleting(mut self) -> Self {
-        self.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
-        self
-    }
-}
+pub use wasm_ccm_test_support::{NodeFixture, ServiceFixture};
 
 /// A controller's context on the API server harness and a [`TestCloud`],
 /// with node and Service caches that hold what the test put there.

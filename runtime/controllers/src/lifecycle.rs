@@ -180,14 +180,17 @@ mod tests {
         assert_eq!(env.cloud.take_calls(), ["exists node-a"], "no shutdown check either");
     }
 
+    /// As 1.33: the cloud is asked about `<provider>://`, and decides.
     #[tokio::test]
-    async fn an_empty_instance_id_means_the_instance_is_gone() {
+    async fn an_empty_instance_id_is_asked_about_as_the_bare_scheme() {
         let parts = Parts { instances: true, ..Parts::default() };
         let cloud = TestCloud::default().with_parts(parts).with_instance("node-a", "", "10.0.0.1");
         let mut env = TestEnv::new(cloud).await;
         env.add_node(Node::test("node-a").ready(false)).await;
         monitor(&env, "node-a").await.unwrap();
-        assert!(!exists(&env, "node-a").await);
+        assert!(exists(&env, "node-a").await, "the cloud knows test://");
+        let calls = env.cloud.take_calls();
+        assert_eq!(calls[..2], ["instance-id node-a", "instance-exists-by-provider-id test://"], "{calls:?}");
     }
 
     #[tokio::test]

@@ -339,15 +339,14 @@ mod tests {
     /// The fake provider, built by `providers/build.sh`, under `name` with
     /// `limits`; its `ListClusters` takes [`SLOW`].
     async fn fake(name: &str, limits: Limits) -> LoadedProvider {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/wasm/provider_fake.wasm");
-        let wasm = std::fs::read(path).unwrap_or_else(|err| panic!("{path}: {err}; build it with providers/build.sh"));
+        let wasm = wasm_ccm_test_support::guest("provider-fake");
         let config = format!(
             r#"{{"zone": {{"failureDomain": "a", "region": "r"}}, "faults": {{"clusters.list-clusters": {{"latencyMs": {}}}}}}}"#,
             SLOW.as_millis()
         );
         let spec = ProviderSpec {
             name: name.to_owned(),
-            wasm: wasm.into(),
+            wasm,
             config: config.into_bytes().into(),
             cluster_name: "test".to_owned(),
             credentials: Credentials::default(),

@@ -16,7 +16,7 @@ use crate::audit::{self, AuditedRequests};
 use crate::error::EnvtestError;
 use crate::identity::{Identity, Tokens};
 use crate::pki::{self, LoopbackTls};
-use crate::process::{ServerProcess, free_port};
+use crate::process::ServerProcess;
 use crate::rbac;
 
 /// How long kube-apiserver may take to be ready (5 to 10 s on an idle
@@ -84,6 +84,7 @@ impl ControlPlane {
         write("tokens.csv", &tokens.file())?;
         write("audit-policy.yaml", &audit::policy())?;
 
+        let free_port = || wasm_ccm_test_support::free_port().map_err(EnvtestError::file("127.0.0.1:0"));
         let (etcd_port, peer_port) = (free_port()?, free_port()?);
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let etcd_args = vec![

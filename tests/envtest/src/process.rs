@@ -70,12 +70,3 @@ impl Drop for ServerProcess {
         self.kill();
     }
 }
-
-/// A free TCP port on loopback (free when asked: a process started on it
-/// later may still lose it to another).
-pub(crate) fn free_port() -> Result<u16, EnvtestError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .map_err(EnvtestError::file("127.0.0.1:0"))
-}

@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ use wasm_ccm_fake_cloud::{FakeCloud, Object};
 use wasm_ccm_host::{ProviderHandle, ProviderSpec};
 
 use crate::backend::{Backend, TestApiServer};
-use crate::{allow, guest, load, spec};
+use crate::{ServiceFixture, ServicePortFixture, allow, guest, load, spec};
 
 /// How long a test waits for the controllers before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -277,12 +277,8 @@ impl TestCluster {
 
     /// Creates a LoadBalancer Service in `default` with TCP `ports`.
     pub async fn create_service(&self, name: &str, ports: &[u16]) -> Service {
-        let ports: Vec<Value> = ports.iter().map(|port| json!({"name": format!("p{port}"), "port": port})).collect();
-        let service: Service = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"type": "LoadBalancer", "ports": ports, "selector": {"app": name}},
-        }))
-        .expect("a service");
+        let ports = ports.iter().map(|port| ServicePort::test(&format!("p{port}"), i32::from(*port)));
+        let service = Service::test(name).with_ports(ports);
         self.services().create(&PostParams::default(), &service).await.expect("the service is created")
     }
 

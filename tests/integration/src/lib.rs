@@ -1,5 +1,6 @@
-//! Helpers shared by wasm-ccm's integration tests: the built components, an
-//! engine, provider specs, and a loopback HTTP server to aim providers at.
+//! Helpers shared by wasm-ccm's integration tests: an engine, provider specs,
+//! servers to aim providers at, the `wasm-ccm` binary as a child process; with
+//! the builders, free ports and built components of `wasm-ccm-test-support`.
 
 pub mod backend;
 pub mod canned_aws;
@@ -7,32 +8,18 @@ pub mod cluster;
 pub mod echo;
 pub mod hostile_registry;
 pub mod moto;
+pub mod own_process;
 pub mod process;
 pub mod registry;
 pub mod replicas;
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use wasm_ccm_host::{AllowList, Credentials, Engine, EngineSettings, Limits, LoadedProvider, ProviderSpec};
-
-/// The repository's root.
-pub fn repository() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A component built by `providers/build.sh`, by crate name.
-///
-/// # Panics
-/// When it has not been built.
-pub fn guest(crate_name: &str) -> Arc<[u8]> {
-    let path = repository().join("target/wasm").join(format!("{}.wasm", crate_name.replace('-', "_")));
-    match std::fs::read(&path) {
-        Ok(bytes) => bytes.into(),
-        Err(err) => panic!("cannot read {}: {err}; build the guests with providers/build.sh", path.display()),
-    }
-}
+pub use wasm_ccm_test_support::{
+    NodeFixture, ServiceFixture, ServicePortFixture, free_port, guest, guest_path, repository,
+};
 
 /// One engine for a test binary. It keeps compiled components in
 /// `target/test-compile-cache`, as `--compile-cache` does, so that each

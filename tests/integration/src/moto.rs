@@ -2,7 +2,7 @@
 //! free loopback port, stopped when dropped, seeded with a cluster's VPC,
 //! subnets, route table and instances, and read back through boto3.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::Exited;
+use crate::{Exited, free_port};
 
 /// The region everything is seeded in.
 pub const REGION: &str = "eu-west-1";
@@ -247,10 +247,6 @@ pub struct ListedListener {
     pub target_group: String,
     /// Tags.
     pub tags: std::collections::BTreeMap<String, String>,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
 }
 
 impl Moto {

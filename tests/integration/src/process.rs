@@ -1,23 +1,12 @@
 //! The `wasm-ccm` binary as a child process, and plain HTTP requests to its
 //! admin server.
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// The `wasm-ccm` binary next to the test binaries.
-///
-/// # Panics
-/// When it has not been built.
-pub fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let binary = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps").join("wasm-ccm");
-    assert!(binary.exists(), "build the binary first: cargo build -p wasm-ccm ({} is missing)", binary.display());
-    binary
-}
 
 /// What a run of the binary printed, and whether it succeeded.
 pub struct Run {
@@ -77,33 +66,30 @@ impl Run {
     }
 }
 
-/// A free port on loopback.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a free port").port()
-}
-
 /// A running `wasm-ccm`; killed when dropped.
 pub struct Process {
     child: Child,
 }
 
 impl Process {
-    /// Starts `wasm-ccm` with `args` and extra environment variables.
-    pub fn start(args: &[String], env: &[(&str, &str)]) -> Self {
-        Self::spawn(Self::command(args, env))
+    /// Starts the `wasm-ccm` binary at `binary` with `args` and extra
+    /// environment variables.
+    pub fn start(binary: &Path, args: &[String], env: &[(&str, &str)]) -> Self {
+        Self::spawn(Self::command(binary, args, env))
     }
 
-    /// Starts `wasm-ccm` with `args` and extra environment variables,
-    /// writing its output (logs go to stderr) to the file `log`.
-    pub fn start_logged(args: &[String], env: &[(&str, &str)], log: &Path) -> Self {
+    /// Starts the `wasm-ccm` binary at `binary` with `args` and extra
+    /// environment variables, writing its output (logs go to stderr) to the
+    /// file `log`.
+    pub fn start_logged(binary: &Path, args: &[String], env: &[(&str, &str)], log: &Path) -> Self {
         let file = std::fs::File::create(log).expect("the log file");
-        let mut command = Self::command(args, env);
+        let mut command = Self::command(binary, args, env);
         command.stdout(file.try_clone().expect("the log file")).stderr(file);
         Self::spawn(command)
     }
 
-    fn command(args: &[String], env: &[(&str, &str)]) -> Command {
-        let mut command = Command::new(binary());
+    fn command(binary: &Path, args: &[String], env: &[(&str, &str)]) -> Command {
+        let mut command = Command::new(binary);
         command.args(args).stdin(Stdio::null());
         for (key, value) in env {
             command.env(key, value);

@@ -4,7 +4,7 @@
 //! a certificate from a CA made for it; killed when dropped.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use oci_client::secrets::RegistryAuth;
 use wasm_ccm_distribution::{Auth, Reference, RegistryOptions, sha256_digest};
 use wasm_ccm_envtest::pki::LoopbackTls;
 
-use crate::Exited;
+use crate::{Exited, free_port};
 
 /// The registry binary Debian's `docker-registry` package installs.
 const BINARY: &str = "docker-registry";
@@ -82,7 +82,7 @@ impl Registry {
 
     fn start_once(settings: Settings) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir().context("cannot make the registry's directory")?;
-        let port = TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port();
+        let port = free_port()?;
         let mut config = format!(
             "version: 0.1\n\
              log:\n  level: info\n  formatter: text\n\

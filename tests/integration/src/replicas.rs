@@ -12,7 +12,7 @@ use tempfile::TempDir;
 use wasm_ccm_fake_cloud::FakeCloud;
 
 use crate::backend::{Backend, TestApiServer};
-use crate::repository;
+use crate::guest_path;
 
 /// An API server, the fake cloud, and the kubeconfig and fake provider
 /// configuration replicas read.
@@ -51,7 +51,7 @@ impl Replicas {
             "--kubeconfig",
             &path("kubeconfig"),
             "--provider",
-            &repository().join("target/wasm/provider_fake.wasm").display().to_string(),
+            &guest_path("provider-fake").display().to_string(),
             "--cloud-config",
             &path("fake.json"),
             "--provider-allow",

@@ -17,8 +17,8 @@ use serde_json::json;
 use wasm_ccm_envtest::Identity;
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::backend::{Backend, TestApiServer};
-use wasm_ccm_tests::process::{Process, free_port, https_get};
-use wasm_ccm_tests::{on_both_api_servers, repository};
+use wasm_ccm_tests::process::{Process, https_get};
+use wasm_ccm_tests::{free_port, guest_path, on_both_api_servers, repository};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 const CCM: &str = "system:serviceaccount:kube-system:cloud-controller-manager";
@@ -40,8 +40,8 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
     std::fs::write(&config, json!({"cloud": cloud.url()}).to_string()).unwrap();
     let reader = server.token(Identity::Admin); // system:masters
     let own = server.token(Identity::CloudControllerManager); // deploy/'s RBAC: no /metrics
-    let port = free_port();
-    let provider = repository().join("target/wasm/provider_fake.wasm");
+    let port = free_port().unwrap();
+    let provider = guest_path("provider-fake");
     let args: Vec<String> = [
         "run",
         "--kubeconfig",
@@ -64,7 +64,7 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
     ]
     .map(str::to_owned)
     .to_vec();
-    let mut process = Process::start(&args, &[]);
+    let mut process = Process::start(crate::binary(), &args, &[]);
     let deadline = Instant::now() + PATIENCE;
     while tokio::task::spawn_blocking(move || https_get(port, "/readyz", None)).await.unwrap().map(|(s, _)| s)
         != Some(200)

@@ -6,15 +6,14 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Node, NodeAddress, Service, ServicePort};
 use serde_json::{Value, json};
 use tracing_subscriber::fmt::format::FmtSpan;
 use wasm_ccm_cloud::{Cloud as _, NodeSet, ProviderError, Route};
 use wasm_ccm_host::{Credentials, ProviderHandle, Seal};
 use wasm_ccm_tests::canned_aws::CannedAws;
 use wasm_ccm_tests::moto::{LoadBalancing, Moto, REGION, Seed};
-use wasm_ccm_tests::{CapturedLogs, allow, guest, load, spec};
+use wasm_ccm_tests::{CapturedLogs, NodeFixture, ServiceFixture, ServicePortFixture, allow, guest, load, spec};
 
 /// The cluster name `spec()` gives providers.
 const CLUSTER: &str = "test-cluster";
@@ -70,8 +69,12 @@ impl Cloud {
     /// The Node of a seeded instance: by name, or with its provider ID.
     fn node(&self, key: &str, with_provider_id: bool) -> Node {
         let instance = self.seed.instance(key);
-        let provider_id = format!("aws:///{}/{}", instance.zone, instance.id);
-        node(&instance.name, with_provider_id.then_some(provider_id.as_str()))
+        let node = Node::test(&instance.name);
+        if with_provider_id {
+            node.with_provider_id(&format!("aws:///{}/{}", instance.zone, instance.id))
+        } else {
+            node
+        }
     }
 
     fn id(&self, key: &str) -> String {
@@ -79,44 +82,13 @@ impl Cloud {
     }
 }
 
-fn node(name: &str, provider_id: Option<&str>) -> Node {
-    Node {
-        metadata: ObjectMeta { name: Some(name.into()), uid: Some(format!("uid-{name}")), ..Default::default() },
-        spec: Some(NodeSpec { provider_id: provider_id.map(Into::into), ..Default::default() }),
-        ..Default::default()
-    }
-}
-
 /// `shop/web` with `ports` as (protocol, port, node port) and `annotations`.
 fn service(ports: &[(&str, i32, i32)], annotations: &[(&str, &str)]) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("shop".into()),
-            uid: Some(UID.into()),
-            annotations: Some(
-                annotations.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect(),
-            ),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(
-                ports
-                    .iter()
-                    .map(|(protocol, port, node_port)| ServicePort {
-                        name: Some(format!("{}-{port}", protocol.to_lowercase())),
-                        protocol: Some((*protocol).into()),
-                        port: *port,
-                        node_port: Some(*node_port),
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    let ports = ports.iter().map(|(protocol, port, node_port)| {
+        let name = format!("{}-{port}", protocol.to_lowercase());
+        ServicePort::test(&name, *port).with_protocol(protocol).with_node_port(*node_port)
+    });
+    Service::test("web").with_namespace("shop").with_uid(UID).with_annotations(annotations).with_ports(ports)
 }
 
 fn address(type_: &str, address: &str) -> NodeAddress {
@@ -160,7 +132,7 @@ async fn instance_metadata_by_node_name_and_by_provider_id() {
     // A Node with a provider ID is found by it, whatever its name.
     let b = cloud.seed.instance("running-b");
     for provider_id in [format!("aws:///{}/{}", b.zone, b.id), format!("aws://{}/{}", b.zone, b.id)] {
-        let renamed = node("renamed", Some(&provider_id));
+        let renamed = Node::test("renamed").with_provider_id(&provider_id);
         let metadata = cloud.handle.instance_metadata(&renamed).await.unwrap();
         assert_eq!(metadata.provider_id, format!("aws:///eu-west-1b/{}", b.id));
         assert_eq!((metadata.instance_type.as_str(), metadata.zone.as_str()), ("m5.large", "eu-west-1b"));
@@ -169,9 +141,9 @@ async fn instance_metadata_by_node_name_and_by_provider_id() {
             [address("InternalIP", "10.0.2.10"), address("InternalDNS", &b.name), address("Hostname", &b.name)]
         );
     }
-    let unknown = node("ip-10-9-9-9.eu-west-1.compute.internal", None);
+    let unknown = Node::test("ip-10-9-9-9.eu-west-1.compute.internal");
     assert_eq!(cloud.handle.instance_metadata(&unknown).await, Err(ProviderError::InstanceNotFound));
-    let message = cloud_error(cloud.handle.instance_metadata(&node("x", Some("gce://p/z/i-1"))).await);
+    let message = cloud_error(cloud.handle.instance_metadata(&Node::test("x").with_provider_id("gce://p/z/i-1")).await);
     assert!(message.contains("aws:///<zone>/<instance-id>"), "{message}");
 }
 
@@ -188,9 +160,9 @@ async fn instances_exist_until_terminated_and_shut_down_when_stopped() {
     }
     assert!(!handle.instance_exists(&cloud.node("terminated", false)).await.unwrap());
     assert!(!handle.instance_exists(&cloud.node("terminated", true)).await.unwrap());
-    let unknown_id = node("gone", Some("aws:///eu-west-1a/i-0123456789abcdef0"));
+    let unknown_id = Node::test("gone").with_provider_id("aws:///eu-west-1a/i-0123456789abcdef0");
     assert!(!handle.instance_exists(&unknown_id).await.unwrap());
-    assert!(!handle.instance_exists(&node("ip-10-9-9-9.eu-west-1.compute.internal", None)).await.unwrap());
+    assert!(!handle.instance_exists(&Node::test("ip-10-9-9-9.eu-west-1.compute.internal")).await.unwrap());
     assert_eq!(handle.instance_shutdown(&unknown_id).await, Err(ProviderError::InstanceNotFound));
 }
 
@@ -244,7 +216,7 @@ async fn load_balancer_lifecycle() {
         cloud.node("running-b", true),
         cloud.node("stopped", false),
         cloud.node("terminated", true),
-        node("ip-10-9-9-9.eu-west-1.compute.internal", None),
+        Node::test("ip-10-9-9-9.eu-west-1.compute.internal"),
     ];
     let status = handle.ensure_load_balancer(&web, &NodeSet::of(nodes.clone())).await.unwrap();
     let state = cloud.state();
@@ -474,7 +446,7 @@ async fn hosts_off_the_allow_list_are_refused() {
     assert!(message.contains("elasticloadbalancing.eu-west-1.amazonaws.com"), "{message}");
     assert!(message.contains("not on the provider's allow-list"), "{message}");
     let a = seed.instance("running-a");
-    assert!(handle.instance_exists(&node(&a.name, None)).await.unwrap(), "EC2 on the allow-list still answers");
+    assert!(handle.instance_exists(&Node::test(&a.name)).await.unwrap(), "EC2 on the allow-list still answers");
 }
 
 #[tokio::test]
@@ -482,7 +454,7 @@ async fn throttling_server_errors_and_malformed_answers() {
     let canned = CannedAws::start().await.unwrap();
     let handle = aws(&config(&canned.url()), &canned.url(), credentials(&canned.url(), false)).await;
     let web = service(&[("TCP", 80, 30080)], &[]);
-    let a = node("ip-10-0-1-10.eu-west-1.compute.internal", None);
+    let a = Node::test("ip-10-0-1-10.eu-west-1.compute.internal");
 
     canned.answer(
         503,
@@ -565,7 +537,7 @@ fn capture_debug_logs() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
 async fn the_host_signs_and_the_secret_key_stays_out_of_the_guest() {
     let canned = CannedAws::start().await.unwrap();
     canned.answer(200, instance_answer());
-    let a = node("ip-10-0-1-10.eu-west-1.compute.internal", None);
+    let a = Node::test("ip-10-0-1-10.eu-west-1.compute.internal");
     let with_token = json!({
         "region": REGION,
         "endpoints": {"ec2": canned.url()},

@@ -14,7 +14,7 @@ use wasm_ccm_host::{
 };
 use wasm_ccm_tests::{CapturedLogs, guest, spec};
 
-/// Warnings of every thread of this test binary: compilation, and so the
+/// Warnings of every thread of this process: compilation, and so the
 /// cache's warnings, runs on a blocking thread, not on the test's.
 fn warnings() -> &'static CapturedLogs {
     static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
@@ -133,6 +133,10 @@ async fn changing_how_code_is_generated_misses() {
 
 #[tokio::test]
 async fn a_tampered_entry_is_refused_compiled_again_and_overwritten() {
+    // Sets the process's global log subscriber: alone in a process.
+    if !wasm_ccm_tests::in_own_process!(a_tampered_entry_is_refused_compiled_again_and_overwritten) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let wasm = guest("provider-fake");
     let engine = engine_with_cache(dir.path(), OptLevel::Speed);

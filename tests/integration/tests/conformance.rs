@@ -8,10 +8,10 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use wasm_ccm_fake_cloud::FakeCloud;
+use wasm_ccm_tests::guest_path;
 use wasm_ccm_tests::moto::{Moto, REGION};
-use wasm_ccm_tests::process::{Run, binary};
+use wasm_ccm_tests::process::Run;
 use wasm_ccm_tests::registry::{Registry, Settings};
-use wasm_ccm_tests::repository;
 
 /// The result and reason of each check the run printed, by name:
 /// `("name", "pass", "")`.
@@ -36,11 +36,11 @@ fn assert_conformant(run: &Run) {
 
 /// Runs `wasm-ccm provider conformance` with `args`, in `dir`.
 fn conformance(dir: &Path, args: &[&str]) -> Run {
-    Run::of(Command::new(binary()).current_dir(dir).args(["provider", "conformance"]).args(args))
+    Run::of(Command::new(crate::binary()).current_dir(dir).args(["provider", "conformance"]).args(args))
 }
 
 fn wasm(crate_name: &str) -> String {
-    repository().join("target/wasm").join(format!("{}.wasm", crate_name.replace('-', "_"))).display().to_string()
+    guest_path(crate_name).display().to_string()
 }
 
 fn write(dir: &Path, name: &str, value: &Value) {
@@ -190,7 +190,7 @@ async fn a_provider_that_breaks_the_contract_fails_with_reasons() {
     let registry = Registry::start(Settings::default()).expect("docker-registry");
     let dir = tempfile::tempdir().unwrap();
     let target = format!("oci://{}/providers/sloppy:v1", registry.host());
-    let pushed = Command::new(binary())
+    let pushed = Command::new(crate::binary())
         .args(["provider", "push", &wasm("guest-sloppy"), &target, "--plain-http"])
         .output()
         .expect("wasm-ccm runs");

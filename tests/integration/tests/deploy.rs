@@ -27,8 +27,8 @@ use wasm_ccm_distribution::{SigningKey, sign_bytes};
 use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::backend::Backend;
-use wasm_ccm_tests::process::{Process, free_port, https_get};
-use wasm_ccm_tests::repository;
+use wasm_ccm_tests::process::{Process, https_get};
+use wasm_ccm_tests::{free_port, guest, repository};
 
 /// The namespace the kustomization puts everything in.
 const NAMESPACE: &str = "kube-system";
@@ -37,13 +37,6 @@ const NAMESPACE: &str = "kube-system";
 const MAX_CONFIGMAP_BYTES: usize = 1024 * 1024;
 /// How long the run waits for the controllers before it fails.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-/// A built provider component, by file name under `target/wasm`.
-fn component(file: &str) -> Vec<u8> {
-    let path = repository().join("target/wasm").join(file);
-    std::fs::read(&path)
-        .unwrap_or_else(|err| panic!("cannot read {}: {err}; build the guests with providers/build.sh", path.display()))
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -232,7 +225,7 @@ fn round_trip(object: &Value) -> Result<(), String> {
 
 #[test]
 fn every_manifest_survives_a_round_trip_through_the_typed_structs() {
-    let manifests = Manifests::build(&component("provider_aws.wasm"), None);
+    let manifests = Manifests::build(&guest("provider-aws"), None);
     let kinds: BTreeSet<&str> = manifests.objects.iter().filter_map(|object| object["kind"].as_str()).collect();
     let expected = [
         "ClusterRole",
@@ -263,7 +256,7 @@ fn every_manifest_survives_a_round_trip_through_the_typed_structs() {
 
 #[test]
 fn a_misspelt_field_fails_the_round_trip() {
-    let manifests = Manifests::build(&component("provider_fake.wasm"), None);
+    let manifests = Manifests::build(&guest("provider-fake"), None);
     let mut deployment = manifests.all("Deployment")[0].clone();
     assert_eq!(round_trip(&deployment), Ok(()));
     deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]["readOnlyRootFileSystem"] = json!(true);
@@ -310,7 +303,7 @@ fn flags(args: &[String]) -> BTreeMap<String, String> {
 
 #[test]
 fn the_deployment_runs_wasm_ccm_as_documented() {
-    let wasm = component("provider_aws.wasm");
+    let wasm = guest("provider-aws");
     let manifests = Manifests::build(&wasm, None);
     let deployment = manifests.deployment();
     let spec = deployment.spec.clone().unwrap();
@@ -440,7 +433,7 @@ fn the_deployment_runs_wasm_ccm_as_documented() {
     // The ConfigMap carries the component byte for byte, within the API
     // server's size limit, and the configuration as text.
     let binary = config_map.binary_data.clone().unwrap();
-    assert_eq!(binary["provider.wasm"].0, wasm, "the component, byte for byte");
+    assert_eq!(binary["provider.wasm"].0, *wasm, "the component, byte for byte");
     let config = std::fs::read_to_string(repository().join("deploy/provider/cloud-config.json")).unwrap();
     assert_eq!(config_map.data.clone().unwrap()["cloud-config.json"], config);
     let size = wasm.len() + config.len();
@@ -478,7 +471,7 @@ async fn kubectl_create(api: &ApiServer, dir: &Path, file: PathBuf) -> Result<St
 
 #[tokio::test]
 async fn kubectl_accepts_every_object() {
-    let manifests = Manifests::build(&component("provider_aws.wasm"), None);
+    let manifests = Manifests::build(&guest("provider-aws"), None);
     let api = ApiServer::start().await.unwrap();
     let created = kubectl_create(&api, manifests.dir.path(), manifests.built()).await.unwrap();
     let names: BTreeSet<&str> = created.lines().collect();
@@ -829,7 +822,7 @@ impl Cluster {
                 {"name": "node-gone", "id": "i-g", "state": "terminated"}
             ]
         });
-        let manifests = Manifests::build(&component("provider_fake.wasm"), Some(&config.to_string()));
+        let manifests = Manifests::build(&guest("provider-fake"), Some(&config.to_string()));
         let account: ServiceAccount = manifests.one("ServiceAccount");
         let account = account.metadata.name.unwrap();
         let user = format!("system:serviceaccount:{NAMESPACE}:{account}");
@@ -858,7 +851,7 @@ impl Cluster {
         }
         let kubeconfig_path = root.join("kubeconfig");
         std::fs::write(&kubeconfig_path, serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
-        let port = free_port();
+        let port = free_port().unwrap();
         let replaced = [
             ("--kubeconfig", kubeconfig_path.display().to_string()),
             ("--bind-address", "127.0.0.1".to_owned()),
@@ -875,7 +868,7 @@ impl Cluster {
         }
         args.retain(|arg| !unset.contains(&arg.split_once('=').map_or(arg.as_str(), |(name, _)| name)));
         let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
-        Replica { process: Process::start(&args, &env), port }
+        Replica { process: Process::start(crate::binary(), &args, &env), port }
     }
 
     /// The Lease's holder.
@@ -1122,7 +1115,7 @@ async fn each_controller_acts_as_its_own_service_account() {
         ]
     });
     let manifests =
-        Manifests::build_with(&component("provider_fake.wasm"), Some(&config.to_string()), &["controller-identities"]);
+        Manifests::build_with(&guest("provider-fake"), Some(&config.to_string()), &["controller-identities"]);
     let built = std::fs::read_to_string(manifests.built()).unwrap();
     plane.apply_rbac(&built, &manifests.built()).await.unwrap();
     let admin = plane.client(Identity::Admin).await.unwrap();
@@ -1139,7 +1132,7 @@ async fn each_controller_acts_as_its_own_service_account() {
     let replaced = [
         ("--kubeconfig", kubeconfig.display().to_string()),
         ("--bind-address", "127.0.0.1".to_owned()),
-        ("--secure-port", free_port().to_string()),
+        ("--secure-port", free_port().unwrap().to_string()),
         ("--provider-allow", cloud.url()),
         ("--configure-cloud-routes", "true".to_owned()),
         ("--cluster-cidr", "10.244.0.0/16".to_owned()),
@@ -1150,7 +1143,7 @@ async fn each_controller_acts_as_its_own_service_account() {
         set_flag(&mut args, flag, &value);
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
-    let mut process = Process::start(&args, &env);
+    let mut process = Process::start(crate::binary(), &args, &env);
 
     let services: Api<Service> = Api::namespaced(admin.clone(), "default");
     let service: Service = serde_json::from_value(json!({
@@ -1199,7 +1192,7 @@ async fn each_controller_acts_as_its_own_service_account() {
 /// class from its own address pool, vendor-a Services without a class too.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_providers_file_component_runs_two_providers_by_class() {
-    let manifests = Manifests::build_with(&component("provider_fake.wasm"), None, &["providers-file"]);
+    let manifests = Manifests::build_with(&guest("provider-fake"), None, &["providers-file"]);
     let deployment = manifests.deployment();
     let pod_name = "wasm-ccm-7c9d5b8f6-p2v9c";
     let root = manifests.dir.path().join(pod_name);
@@ -1224,14 +1217,14 @@ async fn the_providers_file_component_runs_two_providers_by_class() {
     let replaced = [
         ("--kubeconfig", kubeconfig(&api, manifests.dir.path()).display().to_string()),
         ("--bind-address", "127.0.0.1".to_owned()),
-        ("--secure-port", free_port().to_string()),
+        ("--secure-port", free_port().unwrap().to_string()),
         ("--leader-elect", "false".to_owned()),
     ];
     for (flag, value) in replaced {
         set_flag(&mut args, flag, &value);
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
-    let mut process = Process::start(&args, &env);
+    let mut process = Process::start(crate::binary(), &args, &env);
 
     let services: Api<Service> = Api::namespaced(api.client().await, "default");
     for (name, class) in

@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::binary;
 use wasm_ccm_cloud::ProviderError;
 use wasm_ccm_host::{Allocation, ChildCompiler, Compiler, Engine, EngineSettings, LoadError, LoadedProvider};
-use wasm_ccm_tests::process::binary;
 use wasm_ccm_tests::{engine, guest, spec};
 
 async fn load_error(wasm: &[u8], config: &[u8]) -> LoadError {

@@ -11,28 +11,7 @@ use wasm_ccm_controllers::UNINITIALIZED_TAINT;
 use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::process::Process;
-use wasm_ccm_tests::{eventually, guest};
-
-/// A node as a kubelet with `--cloud-provider=external` registers it.
-fn node(name: &str, address: &str, labels: serde_json::Value) -> Node {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"taints": [{"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}]},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-            "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
-        },
-    }))
-    .unwrap()
-}
-
-fn service(name: &str, type_: &str) -> Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"type": type_, "ports": [{"port": 80}], "selector": {"app": name}},
-    }))
-    .unwrap()
-}
+use wasm_ccm_tests::{NodeFixture, ServiceFixture, eventually, guest};
 
 #[tokio::test]
 async fn local_gives_an_existing_cluster_a_fake_cloud() {
@@ -44,17 +23,22 @@ async fn local_gives_an_existing_cluster_a_fake_cloud() {
     let plane = ControlPlane::start(&assets, Options::default()).await.expect("the real API server");
     let admin = plane.client(Identity::Admin).await.unwrap();
     let nodes: Api<Node> = Api::all(admin.clone());
-    let zoned = json!({"topology.kubernetes.io/zone": "rack-2", "node.kubernetes.io/instance-type": "bare-metal"});
-    for node in [node("worker-a", "172.18.0.2", json!({})), node("worker-b", "172.18.0.3", zoned)] {
+    let zoned = [("topology.kubernetes.io/zone", "rack-2"), ("node.kubernetes.io/instance-type", "bare-metal")];
+    for (name, address, labels) in [("worker-a", "172.18.0.2", &[][..]), ("worker-b", "172.18.0.3", &zoned)] {
+        // As a kubelet with `--cloud-provider=external` registers it.
+        let node = Node::test(name)
+            .with_taint(UNINITIALIZED_TAINT)
+            .with_addresses(&[("InternalIP", address), ("Hostname", name)])
+            .with_labels(labels);
         nodes.create(&PostParams::default(), &node).await.unwrap();
     }
     let shop: Namespace = serde_json::from_value(json!({"metadata": {"name": "shop"}})).unwrap();
     Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &shop).await.unwrap();
     let default: Api<Service> = Api::namespaced(admin.clone(), "default");
-    default.create(&PostParams::default(), &service("web", "LoadBalancer")).await.unwrap();
-    default.create(&PostParams::default(), &service("internal", "ClusterIP")).await.unwrap();
+    default.create(&PostParams::default(), &Service::test("web")).await.unwrap();
+    default.create(&PostParams::default(), &Service::test("internal").with_type("ClusterIP")).await.unwrap();
     let shop: Api<Service> = Api::namespaced(admin.clone(), "shop");
-    shop.create(&PostParams::default(), &service("api", "LoadBalancer")).await.unwrap();
+    shop.create(&PostParams::default(), &Service::test("api").with_namespace("shop")).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -67,7 +51,7 @@ async fn local_gives_an_existing_cluster_a_fake_cloud() {
         .map(String::from)
         .chain([kubeconfig.display().to_string(), "--provider".into(), provider.display().to_string()])
         .collect();
-    let mut local = Process::start_logged(&args, &[], &output);
+    let mut local = Process::start_logged(crate::binary(), &args, &[], &output);
     eventually("the summary", Duration::from_secs(30), async || {
         let text = std::fs::read_to_string(&output).ok()?;
         text.contains("keeps running").then_some(())

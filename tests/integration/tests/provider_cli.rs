@@ -5,11 +5,11 @@ use std::process::Command;
 
 use wasm_ccm_distribution::{SigningKey, Verification, pull, resolve, sha256_digest, sign_bytes};
 use wasm_ccm_tests::guest;
-use wasm_ccm_tests::process::{Run, binary};
+use wasm_ccm_tests::process::Run;
 use wasm_ccm_tests::registry::{Registry, Settings, docker_config};
 
 fn wasm_ccm(args: &[&str]) -> Run {
-    Run::of(Command::new(binary()).args(["provider"]).args(args).env_remove("COSIGN_PASSWORD"))
+    Run::of(Command::new(crate::binary()).args(["provider"]).args(args).env_remove("COSIGN_PASSWORD"))
 }
 
 fn start(settings: Settings) -> Registry {

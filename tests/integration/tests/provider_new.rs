@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use wasm_ccm_tests::process::binary;
 use wasm_ccm_tests::repository;
 
 fn run(command: &mut Command) -> Output {
@@ -22,7 +21,7 @@ fn a_new_provider_builds_tests_and_runs_conformance() {
     let crate_dir = dir.path().join("acme");
     let sdk = repository().join("guest-sdk");
     let created =
-        run(Command::new(binary()).args(["provider", "new", "acme", "--sdk"]).arg(&sdk).current_dir(dir.path()));
+        run(Command::new(crate::binary()).args(["provider", "new", "acme", "--sdk"]).arg(&sdk).current_dir(dir.path()));
     assert!(
         String::from_utf8_lossy(&created.stdout)
             .starts_with("created acme (provider-acme: load-balancer, instances-v2)")
@@ -58,7 +57,7 @@ fn a_new_provider_builds_tests_and_runs_conformance() {
 fn conforms_as_far_as_written(dir: &Path, name: &str, component: &Path) {
     let fixture = dir.join("fixture.yaml");
     std::fs::write(&fixture, "nodes: [{metadata: {name: node-a}}]\nservices: [{metadata: {name: web}, spec: {ports: [{port: 80, nodePort: 30080}]}}]\n").unwrap();
-    let output = Command::new(binary())
+    let output = Command::new(crate::binary())
         .args(["provider", "conformance"])
         .arg(component)
         .arg("--fixture")
@@ -105,7 +104,7 @@ fn the_go_skeleton_builds_tests_and_runs_conformance() {
     let dir = tempfile::tempdir().unwrap();
     let module = dir.path().join("big-cloud");
     let sdk = repository().join("guest-sdk-go");
-    let created = run(Command::new(binary())
+    let created = run(Command::new(crate::binary())
         .args(["provider", "new", "big-cloud", "--lang", "go", "--sdk"])
         .arg(&sdk)
         .current_dir(dir.path()));

@@ -5,13 +5,12 @@
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Service, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::Service;
 use prometheus_client::registry::Registry;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_host::{Limits, LoadedProvider, ProviderHandle, Rate};
 use wasm_ccm_tests::echo::EchoServer;
-use wasm_ccm_tests::{allow, engine, guest, load, spec};
+use wasm_ccm_tests::{ServiceFixture, allow, engine, guest, load, spec};
 
 /// Slack for a loaded 2-core machine on top of a deadline and its tick.
 const SCHEDULING_SLACK: Duration = Duration::from_millis(490);
@@ -31,21 +30,10 @@ async fn hostile(name: &str, limits: Limits, server: &EchoServer) -> LoadedProvi
 
 /// A Service asking the hostile provider for `count` requests to `server`.
 fn requests(count: usize, server: &EchoServer) -> Service {
-    let annotations = [
-        ("hostile/attack".to_owned(), "http-many".to_owned()),
-        ("hostile/arg".to_owned(), format!("{count} {}/hello", server.url())),
-    ];
-    Service {
-        metadata: ObjectMeta {
-            name: Some("target".into()),
-            namespace: Some("default".into()),
-            uid: Some("uid-target".into()),
-            annotations: Some(annotations.into()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec { type_: Some("LoadBalancer".into()), ..Default::default() }),
-        ..Default::default()
-    }
+    let arg = format!("{count} {}/hello", server.url());
+    Service::test("target")
+        .with_uid("uid-target")
+        .with_annotations(&[("hostile/attack", "http-many"), ("hostile/arg", &arg)])
 }
 
 /// Makes `count` requests to `server` in one call; what the guest saw.

@@ -27,9 +27,9 @@ use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_distribution::{SigningKey, push, push_version, sha256_digest, sign, sign_bytes};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_tests::guest;
-use wasm_ccm_tests::process::{Process, free_port, http_get};
+use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::registry::Registry;
+use wasm_ccm_tests::{free_port, guest};
 
 /// How often the binary polls its source in these tests.
 const POLL: Duration = Duration::from_millis(300);
@@ -72,7 +72,7 @@ impl Setup {
         let key = SigningKey::generate().unwrap();
         std::fs::write(dir.path().join("cosign.pub"), key.public_key_pem().unwrap()).unwrap();
         let client = api.client().await;
-        Setup { api, cloud, client, dir, port: free_port(), key }
+        Setup { api, cloud, client, dir, port: free_port().unwrap(), key }
     }
 
     fn path(&self, file: &str) -> PathBuf {
@@ -109,6 +109,7 @@ impl Setup {
         .collect();
         args.extend(extra.iter().map(|arg| (*arg).to_owned()));
         let mut process = Process::start(
+            crate::binary(),
             &args,
             &[("POD_NAME", "wasm-ccm-0"), ("POD_NAMESPACE", "kube-system"), ("RUST_LOG", "info")],
         );
@@ -574,7 +575,7 @@ async fn an_oci_provider_that_cannot_be_pulled_at_start_is_fatal() {
     .iter()
     .map(|arg| (*arg).to_owned())
     .collect();
-    let mut process = Process::start(&args, &[]);
+    let mut process = Process::start(crate::binary(), &args, &[]);
     let status = process.wait(PATIENCE).await.expect("wasm-ccm exits");
     assert!(!status.success());
 }
@@ -731,7 +732,7 @@ fn bad_flag_combinations_fail_before_anything_starts() {
         (&["--provider", "https://example.com/p.wasm"], "unsupported scheme https://"),
     ];
     for (flags, expected) in cases {
-        let output = std::process::Command::new(wasm_ccm_tests::process::binary())
+        let output = std::process::Command::new(crate::binary())
             .arg("run")
             .args(flags)
             .args(["--secure-port", "0", "--leader-elect=false", "--kubeconfig", "/nonexistent"])

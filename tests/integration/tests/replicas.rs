@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use wasm_ccm_tests::backend::Backend;
-use wasm_ccm_tests::on_both_api_servers;
-use wasm_ccm_tests::process::{Process, free_port, http_get};
+use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::replicas::Replicas;
+use wasm_ccm_tests::{free_port, on_both_api_servers};
 
 const LEASE: Duration = Duration::from_secs(3);
 const RETRY: Duration = Duration::from_millis(500);
@@ -22,7 +22,7 @@ fn replica(setup: &Replicas, name: &str, port: u16) -> Process {
     let lease = ["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s"];
     let retry = ["--leader-elect-retry-period", "500ms", "--shutdown-grace-period", "10s"];
     args.extend(lease.into_iter().chain(retry).map(str::to_owned));
-    Process::start(&args, &[("POD_NAME", name), ("RUST_LOG", "info")])
+    Process::start(crate::binary(), &args, &[("POD_NAME", name), ("RUST_LOG", "info")])
 }
 
 async fn wait<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -39,7 +39,7 @@ async fn status(port: u16, path: &str) -> Option<u16> {
 
 async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) {
     let setup = Replicas::start(backend, json!({})).await;
-    let (port_a, port_b) = (free_port(), free_port());
+    let (port_a, port_b) = (free_port().unwrap(), free_port().unwrap());
     let mut a = replica(&setup, "replica-a", port_a);
     wait("replica-a to lead", async || setup.holder().await.starts_with("replica-a_").then_some(())).await;
     let b = replica(&setup, "replica-b", port_b);
@@ -100,7 +100,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
 async fn readiness_follows_the_caches_and_a_graceful_stop_finishes_work_and_releases_the_lease() {
     let setup = Replicas::start(&Backend::Harness, json!({"load-balancer.ensure": {"latencyMs": 3000}})).await;
     setup.api.harness().faults().set_latency(Duration::from_millis(700));
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut replica = replica(&setup, "replica-a", port);
     let mut seen = Vec::new();
     wait("readiness", async || {
@@ -141,7 +141,7 @@ async fn readiness_follows_the_caches_and_a_graceful_stop_finishes_work_and_rele
 #[tokio::test]
 async fn a_second_signal_stops_at_once() {
     let setup = Replicas::start(&Backend::Harness, json!({"load-balancer.ensure": {"latencyMs": 8000}})).await;
-    let port = free_port();
+    let port = free_port().unwrap();
     let mut replica = replica(&setup, "replica-a", port);
     wait("readiness", async || (status(port, "/readyz").await == Some(200)).then_some(())).await;
     setup.create_service("slow").await;
@@ -167,7 +167,7 @@ async fn local_runs_a_cluster_kubectl_can_see() {
     let kubeconfig = dir.join("kubeconfig");
     let output = dir.join("output");
     let out = std::fs::File::create(&output).unwrap();
-    let mut child = std::process::Command::new(wasm_ccm_tests::process::binary())
+    let mut child = std::process::Command::new(crate::binary())
         .args(["local", "--admin-port", "0", "--nodes", "2", "--services", "3", "--kubeconfig-out"])
         .arg(&kubeconfig)
         .stdout(out)

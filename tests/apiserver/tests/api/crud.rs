@@ -1,25 +1,11 @@
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, NodeCondition, NodeSpec, NodeStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
+use wasm_ccm_test_support::NodeFixture;
 
 use crate::{api_code, server, within};
-
-fn node(name: &str) -> Node {
-    Node {
-        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-        spec: Some(NodeSpec { provider_id: Some(format!("fake://{name}")), ..Default::default() }),
-        status: Some(NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-    }
-}
 
 #[tokio::test]
 async fn the_initial_namespaces_exist() -> anyhow::Result<()> {
@@ -41,7 +27,7 @@ async fn nodes_are_created_read_replaced_and_deleted() -> anyhow::Result<()> {
     within(10, async {
         let (server, client) = server().await?;
         let nodes: Api<Node> = Api::all(client);
-        let created = nodes.create(&PostParams::default(), &node("n1")).await?;
+        let created = nodes.create(&PostParams::default(), &Node::test("n1").with_provider_id("fake://n1")).await?;
         let uid = created.metadata.uid.clone().expect("uid");
         assert_eq!(uuid::Uuid::parse_str(&uid)?.get_version_num(), 4);
         let stamp = created.metadata.creation_timestamp.clone().expect("creationTimestamp");
@@ -74,7 +60,7 @@ async fn stale_resource_versions_conflict() -> anyhow::Result<()> {
     within(10, async {
         let (_server, client) = server().await?;
         let nodes: Api<Node> = Api::all(client);
-        let original = nodes.create(&PostParams::default(), &node("n1")).await?;
+        let original = nodes.create(&PostParams::default(), &Node::test("n1").with_provider_id("fake://n1")).await?;
         let mut first = original.clone();
         first.metadata.labels = Some([("a".to_string(), "1".to_string())].into());
         nodes.replace("n1", &PostParams::default(), &first).await?;

@@ -1,33 +1,19 @@
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
+use wasm_ccm_test_support::{ServiceFixture, ServicePortFixture};
 
 use crate::{api_code, server, within};
 
+/// A Service in `default` with `ports` as (name, port, node port).
 fn service(name: &str, type_: &str, ports: &[(&str, i32, Option<i32>)]) -> Service {
-    Service {
-        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-        spec: Some(ServiceSpec {
-            type_: Some(type_.into()),
-            ports: Some(
-                ports
-                    .iter()
-                    .map(|(name, port, node_port)| ServicePort {
-                        name: Some(name.to_string()),
-                        port: *port,
-                        node_port: *node_port,
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
-            ..Default::default()
-        }),
-        status: None,
-    }
+    let ports = ports
+        .iter()
+        .map(|(name, port, node_port)| ServicePort { node_port: *node_port, ..ServicePort::test(name, *port) });
+    Service::test(name).with_type(type_).with_ports(ports)
 }
 
 fn node_ports(service: &Service) -> Vec<i32> {
@@ -141,7 +127,8 @@ async fn services_list_across_namespaces() -> anyhow::Result<()> {
         let (_server, client) = server().await?;
         for namespace in ["default", "kube-system"] {
             let services: Api<Service> = Api::namespaced(client.clone(), namespace);
-            services.create(&PostParams::default(), &service("dns", "ClusterIP", &[("dns", 53, None)])).await?;
+            let dns = service("dns", "ClusterIP", &[("dns", 53, None)]).with_namespace(namespace);
+            services.create(&PostParams::default(), &dns).await?;
         }
         let all: Api<Service> = Api::all(client.clone());
         let listed = all.list(&ListParams::default()).await?;
