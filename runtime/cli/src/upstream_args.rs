@@ -66,6 +66,45 @@ pub struct UpstreamArgs {
     /// As `--tls-cipher-suites`.
     #[arg(long, value_name = "VERSION")]
     pub tls_min_version: Option<String>,
+    /// The admin server serves one certificate: accepted with a warning.
+    #[arg(long, value_name = "CERT,KEY[:NAMES]")]
+    pub tls_sni_cert_key: Vec<String>,
+    /// Front-proxy headers are never trusted here, the admin server
+    /// authenticating bearer tokens only: accepted with a warning, as the
+    /// other `--requestheader-*` flags.
+    #[arg(long, value_name = "FILE")]
+    pub requestheader_client_ca_file: Option<String>,
+    /// As `--requestheader-client-ca-file`.
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub requestheader_allowed_names: Vec<String>,
+    /// As `--requestheader-client-ca-file`.
+    #[arg(long, value_delimiter = ',', value_name = "HEADER")]
+    pub requestheader_username_headers: Vec<String>,
+    /// As `--requestheader-client-ca-file`.
+    #[arg(long, value_delimiter = ',', value_name = "HEADER")]
+    pub requestheader_group_headers: Vec<String>,
+    /// As `--requestheader-client-ca-file`.
+    #[arg(long, value_delimiter = ',', value_name = "PREFIX")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// No client CA is looked up in the cluster: accepted with a warning.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub authentication_skip_lookup: Option<bool>,
+    /// As `--authentication-skip-lookup`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub authentication_tolerate_lookup_failure: Option<bool>,
+    /// The admin server keeps its HTTP/2 defaults: accepted with a warning.
+    #[arg(long, value_name = "N")]
+    pub http2_max_streams_per_connection: Option<u32>,
+    /// The admin port is never shared: `true` is accepted with a warning,
+    /// as for `--permit-address-sharing`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub permit_port_sharing: Option<bool>,
+    /// As `--permit-port-sharing`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub permit_address_sharing: Option<bool>,
+    /// There are no profiling handlers: `true` is accepted with a warning.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub contention_profiling: Option<bool>,
 }
 
 impl UpstreamArgs {
@@ -115,6 +154,37 @@ impl UpstreamArgs {
             "--tls-cipher-suites/--tls-min-version",
             "the admin server keeps rustls' suites and versions (TLS 1.2 and 1.3)",
         );
+        ignored(!self.tls_sni_cert_key.is_empty(), "--tls-sni-cert-key", "the admin server serves one certificate");
+        let request_headers = self.requestheader_client_ca_file.is_some()
+            || !self.requestheader_allowed_names.is_empty()
+            || !self.requestheader_username_headers.is_empty()
+            || !self.requestheader_group_headers.is_empty()
+            || !self.requestheader_extra_headers_prefix.is_empty();
+        ignored(
+            request_headers,
+            "--requestheader-*",
+            "front-proxy headers are never trusted; the admin server authenticates bearer tokens",
+        );
+        ignored(
+            self.authentication_skip_lookup.is_some() || self.authentication_tolerate_lookup_failure.is_some(),
+            "--authentication-skip-lookup/--authentication-tolerate-lookup-failure",
+            "no client CA is looked up in the cluster",
+        );
+        ignored(
+            self.http2_max_streams_per_connection.is_some(),
+            "--http2-max-streams-per-connection",
+            "the admin server keeps its HTTP/2 defaults",
+        );
+        ignored(
+            self.permit_port_sharing == Some(true) || self.permit_address_sharing == Some(true),
+            "--permit-port-sharing/--permit-address-sharing",
+            "the admin port is never shared",
+        );
+        ignored(
+            self.contention_profiling == Some(true),
+            "--contention-profiling=true",
+            "there are no profiling handlers",
+        );
         notices
     }
 
@@ -162,10 +232,20 @@ mod tests {
             "--cert-dir=/var/run/ccm",
             "--client-ca-file=/etc/kubernetes/pki/ca.crt",
             "--tls-min-version=VersionTLS12",
+            "--tls-sni-cert-key=/etc/ccm/a.crt,/etc/ccm/a.key",
+            "--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--authentication-skip-lookup",
+            "--http2-max-streams-per-connection=1000",
+            "--permit-port-sharing",
+            "--contention-profiling",
         ])
         .unwrap();
         let notices = args.upstream.notices();
-        assert_eq!(notices.len(), 16, "{notices:?}");
+        assert_eq!(notices.len(), 22, "{notices:?}");
         assert!(!notices[0].0, "the provider's name is information");
         assert!(notices[1..].iter().all(|(warning, _)| *warning), "{notices:?}");
         let quiet = Command::try_parse_from([
@@ -173,6 +253,8 @@ mod tests {
             "--allocate-node-cidrs=false",
             "--profiling=false",
             "--webhook-secure-port=0",
+            "--permit-port-sharing=false",
+            "--contention-profiling=false",
         ])
         .unwrap();
         assert!(quiet.upstream.notices().is_empty(), "what changes nothing is not reported");
