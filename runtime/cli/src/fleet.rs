@@ -235,6 +235,7 @@ fn same_but_serves(running: &ProviderEntry, planned: &ProviderEntry) -> bool {
     let serving_as = |entry: &ProviderEntry| ProviderEntry {
         load_balancer_classes: planned.load_balancer_classes.clone(),
         default_load_balancer: planned.default_load_balancer,
+        namespaces: planned.namespaces.clone(),
         ..entry.clone()
     };
     serving_as(running) == *planned
@@ -303,6 +304,7 @@ fn fit_to_parts(serves: Serves, parts: &Parts, provider: &str) -> Serves {
     Serves {
         default_load_balancer: keep(serves.default_load_balancer, parts.load_balancer, "load balancers"),
         load_balancer_classes: if parts.load_balancer { serves.load_balancer_classes } else { Default::default() },
+        namespaces: serves.namespaces,
         nodes: keep(serves.nodes, parts.instances || parts.instances_v2, "instances"),
         routes: keep(serves.routes, parts.routes, "routes"),
     }
