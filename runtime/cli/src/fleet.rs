@@ -251,6 +251,7 @@ fn same_but_load_balancing(running: &ProviderEntry, planned: &ProviderEntry) -> 
         default_load_balancer: planned.default_load_balancer,
         ingress_ranges: planned.ingress_ranges.clone(),
         resync: planned.resync,
+        namespaces: planned.namespaces.clone(),
         ..entry.clone()
     };
     serving_as(running) == *planned
@@ -319,6 +320,7 @@ fn fit_to_parts(serves: Serves, parts: &Parts, provider: &str) -> Serves {
     Serves {
         default_load_balancer: keep(serves.default_load_balancer, parts.load_balancer, "load balancers"),
         load_balancer_classes: if parts.load_balancer { serves.load_balancer_classes } else { Default::default() },
+        namespaces: serves.namespaces,
         nodes: keep(serves.nodes, parts.instances || parts.instances_v2, "instances"),
         routes: keep(serves.routes, parts.routes, "routes"),
     }

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bytesize::ByteSize;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::core::Selector;
 use serde::Deserialize;
 use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
 use wasm_ccm_host::{ProviderSpec, Rate};
@@ -19,7 +21,7 @@ use crate::provider_source::SourceArgs;
 use crate::registry_args::RegistryArgs;
 
 /// The file.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProvidersFile {
     /// The providers, by unique name.
@@ -27,7 +29,7 @@ pub struct ProvidersFile {
 }
 
 /// One provider.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderEntry {
     /// The name its metrics, events, `/providers` entry and load balancer
@@ -72,6 +74,10 @@ pub struct ProviderEntry {
     /// Whether it serves Services without a class; one provider at most.
     #[serde(default)]
     pub default_load_balancer: bool,
+    /// The labels of the namespaces whose Services it serves
+    /// (`matchLabels`, `matchExpressions`); unset: every namespace.
+    #[serde(default)]
+    pub namespaces: Option<LabelSelector>,
     /// Whether it serves the node controllers; one provider at most.
     #[serde(default)]
     pub nodes: bool,
@@ -221,6 +227,13 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
     }
     let mut planned = Vec::new();
     for entry in file.providers {
+        let namespaces = match entry.namespaces.clone().map(Selector::try_from).transpose() {
+            Ok(namespaces) => namespaces,
+            Err(err) => {
+                problems.push(format!("provider {}: namespaces: {err}", entry.name));
+                continue;
+            }
+        };
         let load_balancers = IngressRanges::new(&entry.ingress_ranges)
             .map(|ingress_ranges| LoadBalancerPolicy { ingress_ranges, resync: entry.resync.unwrap_or(true) });
         match plan_one(&entry, defaults).and_then(|planned| Ok((planned, load_balancers?))) {
@@ -228,6 +241,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                 let serves = Serves {
                     load_balancer_classes: entry.load_balancer_classes.iter().cloned().collect(),
                     default_load_balancer: entry.default_load_balancer,
+                    namespaces,
                     nodes: entry.nodes,
                     routes: entry.routes,
                 };
@@ -373,6 +387,35 @@ providers:
         for expected in expected {
             assert!(problems.iter().any(|problem| problem.starts_with(expected)), "{expected}: {problems:#?}");
         }
+    }
+
+    #[test]
+    fn a_provider_serves_the_namespaces_its_selector_picks() {
+        let file = br#"
+providers:
+  - name: a
+    source: /a.wasm
+    loadBalancerClasses: [a.example/lb]
+    namespaces:
+      matchLabels: {tenant: a}
+      matchExpressions: [{key: tier, operator: NotIn, values: [sandbox]}]
+  - name: b
+    source: /b.wasm
+    defaultLoadBalancer: true
+"#;
+        let planned = plan(file, &defaults()).unwrap();
+        let labels = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect()
+        };
+        let a = &planned[0].serves;
+        assert!(a.namespace(Some(&labels(&[("tenant", "a")]))));
+        assert!(!a.namespace(Some(&labels(&[("tenant", "a"), ("tier", "sandbox")]))));
+        assert!(!a.namespace(Some(&labels(&[("tenant", "b")]))));
+        assert!(planned[1].serves.namespace(Some(&labels(&[]))), "no selector: every namespace");
+
+        let bad = b"providers: [{name: a, source: /a.wasm, defaultLoadBalancer: true, namespaces: {matchExpressions: [{key: k, operator: Near}]}}]";
+        let Err(InvalidProvidersFile { problems }) = plan(bad, &defaults()) else { panic!("refused") };
+        assert!(problems[0].starts_with("provider a: namespaces: "), "{problems:?}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
 use crate::serves::Serves;
 use crate::service::claim::{Claim, Roster};
+use crate::service::ownership::Ownership;
 
 pub use wasm_ccm_test_support::{NodeFixture, ServiceFixture};
 
@@ -38,6 +39,8 @@ pub struct TestEnv {
     node_writer: Mutex<Writer<Node>>,
     services: Store<Service>,
     service_writer: Mutex<Writer<Service>>,
+    /// The ownership records, in `kube-system`.
+    pub ownership: Ownership,
     events: Events,
     recorded: mpsc::Receiver<Pending>,
 }
@@ -50,6 +53,9 @@ impl TestEnv {
         let (node_store, node_writer) = reflector::store();
         let (services, service_writer) = reflector::store();
         let (events, recorded) = Events::recorder();
+        let ownership = Ownership::load(client.clone(), "kube-system", &tokio_util::sync::CancellationToken::new())
+            .await
+            .expect("the records are read");
         TestEnv {
             api,
             client,
@@ -59,15 +65,16 @@ impl TestEnv {
             node_writer: Mutex::new(node_writer),
             services,
             service_writer: Mutex::new(service_writer),
+            ownership,
             events,
             recorded,
         }
     }
 
     /// The service controller's claim for the cloud, provider `test`, the
-    /// only one, serving everything.
+    /// only one, serving everything, over the env's ownership records.
     pub fn claim(&self) -> Claim {
-        let roster = Roster::default();
+        let roster = Roster::new(self.ownership.clone(), Writer::default().as_reader());
         roster.set(BTreeMap::from([(Arc::from("test"), Serves::everything())]));
         Claim::new(Arc::from("test"), roster)
     }

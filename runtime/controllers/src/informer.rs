@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, NodeStatus, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, NodeStatus, Service};
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -116,6 +116,14 @@ impl Trim for Node {
 impl Trim for Service {
     fn trim(&mut self) {
         self.managed_fields_mut().clear();
+    }
+}
+
+impl Trim for Namespace {
+    /// Its labels are all the controllers read.
+    fn trim(&mut self) {
+        self.managed_fields_mut().clear();
+        self.annotations_mut().clear();
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{mpsc, watch};
@@ -36,6 +36,7 @@ use crate::runner::Stopped;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
 use crate::service::node_changes::NodeChanges;
+use crate::service::ownership::Ownership;
 use crate::service::policy::LoadBalancerPolicy;
 
 /// Why the controllers cannot start, or stopped.
@@ -231,14 +232,26 @@ impl<C: Cloud> ControllerManager<C> {
         let nodes = NodeCache::new(node_store.clone());
 
         let services = if is_active(ControllerName::Service) {
+            // Read before any Service is seen, which they decide about.
+            let Some(ownership) = Ownership::load(client.clone(), &self.settings.ownership_namespace, &stop).await
+            else {
+                return Ok(());
+            };
             let (service_changes, service_updates) = mpsc::unbounded_channel::<Change<Service>>();
             let (store, watch) = informer(Api::<Service>::all(client.clone()), stop.clone(), move |change| {
                 let _ = service_changes.send(change);
             });
             tasks.spawn(watch);
+            let (namespace_changes, namespace_updates) = mpsc::unbounded_channel::<Change<Namespace>>();
+            let (namespaces, watch) = informer(Api::<Namespace>::all(client.clone()), stop.clone(), move |change| {
+                let _ = namespace_changes.send(change);
+            });
+            tasks.spawn(watch);
             let context = self.context(&nodes, ControllerName::Service, &stop, Serves::load_balancers).await?;
             let members = self.providers.borrow().clone();
-            Some((store.clone(), service_updates, ServiceLanes::new(context, store, &members)))
+            let lanes = ServiceLanes::new(context, store.clone(), namespaces.clone(), ownership, &members);
+            tasks.spawn(follow_namespaces(namespace_updates, lanes.triggers()));
+            Some((store, namespaces, service_updates, lanes))
         } else {
             None
         };
@@ -252,7 +265,7 @@ impl<C: Cloud> ControllerManager<C> {
 
         {
             let nodes = nodes.clone();
-            let service_triggers = services.as_ref().map(|(_, _, lanes)| lanes.triggers());
+            let service_triggers = services.as_ref().map(|(.., lanes)| lanes.triggers());
             let node_triggers = cloud_node.as_ref().map(CloudNodeController::triggers);
             tasks.spawn(async move {
                 let mut node_changes = NodeChanges::default();
@@ -270,23 +283,11 @@ impl<C: Cloud> ControllerManager<C> {
                 }
             });
         }
-        let (service_store, service_lanes) = match services {
-            Some((store, mut updates, lanes)) => {
-                let triggers = lanes.triggers();
-                tasks.spawn(async move {
-                    while let Some(change) = updates.recv().await {
-                        triggers.observe(&change);
-                    }
-                });
-                (Some(store), Some(lanes))
-            }
-            None => (None, None),
-        };
-
         let synced = async {
             node_store.wait_until_ready().await?;
-            if let Some(store) = &service_store {
+            if let Some((store, namespaces, ..)) = &services {
                 store.wait_until_ready().await?;
+                namespaces.wait_until_ready().await?;
             }
             Ok::<_, kube::runtime::reflector::store::WriterDropped>(())
         };
@@ -299,7 +300,15 @@ impl<C: Cloud> ControllerManager<C> {
         // Stopped by `stop`, or by one of them ending on its own.
         let working = stop.child_token();
         let mut controllers = JoinSet::new();
-        if let Some(lanes) = service_lanes {
+        // Services are observed once the namespaces are listed too: which
+        // provider serves one depends on its namespace's labels.
+        if let Some((_, _, mut updates, lanes)) = services {
+            let triggers = lanes.triggers();
+            tasks.spawn(async move {
+                while let Some(change) = updates.recv().await {
+                    triggers.observe(&change);
+                }
+            });
             controllers.spawn(lanes.run(self.providers.clone(), working.clone()));
         }
         if let Some(controller) = cloud_node {
@@ -339,6 +348,31 @@ impl<C: Cloud> ControllerManager<C> {
         }
         tasks.abort_all();
         outcome.map_err(ManagerError::from)
+    }
+}
+
+/// Has the lanes reconsider the Services of each namespace whose labels
+/// changed, once the namespaces were first listed.
+async fn follow_namespaces(
+    mut updates: mpsc::UnboundedReceiver<Change<Namespace>>,
+    triggers: crate::service::lanes::LaneTriggers,
+) {
+    let mut labels = BTreeMap::new();
+    let mut listed = false;
+    while let Some(change) = updates.recv().await {
+        match change {
+            Change::Applied(namespace) => {
+                let name = namespace.metadata.name.clone().unwrap_or_default();
+                let current = namespace.metadata.labels.clone().unwrap_or_default();
+                if labels.insert(name.clone(), current.clone()).is_none_or(|before| before != current) && listed {
+                    triggers.namespace_changed(&name);
+                }
+            }
+            Change::Deleted(namespace) => {
+                labels.remove(namespace.metadata.name.as_deref().unwrap_or_default());
+            }
+            Change::Resynced => listed = true,
+        }
     }
 }
 
@@ -393,7 +427,13 @@ mod lanes_tests {
 
     fn member(cloud: &TestCloud, classes: &[&str], default: bool) -> Member<TestCloud> {
         let load_balancer_classes: BTreeSet<String> = classes.iter().map(|class| (*class).to_owned()).collect();
-        let serves = Serves { load_balancer_classes, default_load_balancer: default, nodes: default, routes: false };
+        let serves = Serves {
+            load_balancer_classes,
+            default_load_balancer: default,
+            nodes: default,
+            routes: false,
+            namespaces: None,
+        };
         Member { cloud: cloud.clone(), serves, load_balancers: LoadBalancerPolicy::default() }
     }
 

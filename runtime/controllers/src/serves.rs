@@ -1,7 +1,10 @@
 //! What one provider serves when several run side by side: Services of some
-//! load balancer classes, Services without a class, nodes, routes.
+//! load balancer classes, Services without a class, in some namespaces;
+//! nodes, routes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use kube::core::{Selector, SelectorExt};
 
 /// The work one provider is given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -11,6 +14,8 @@ pub struct Serves {
     pub load_balancer_classes: BTreeSet<String>,
     /// Services of type LoadBalancer without a class.
     pub default_load_balancer: bool,
+    /// The labels of the namespaces whose Services it serves; `None`: all.
+    pub namespaces: Option<Selector>,
     /// Nodes: the cloud node and cloud node lifecycle controllers.
     pub nodes: bool,
     /// Routes: the route controller.
@@ -20,7 +25,13 @@ pub struct Serves {
 impl Serves {
     /// Everything, as the one provider of a single-provider manager.
     pub fn everything() -> Self {
-        Serves { load_balancer_classes: BTreeSet::new(), default_load_balancer: true, nodes: true, routes: true }
+        Serves {
+            load_balancer_classes: BTreeSet::new(),
+            default_load_balancer: true,
+            namespaces: None,
+            nodes: true,
+            routes: true,
+        }
     }
 
     /// Whether it serves any load balancers.
@@ -33,6 +44,17 @@ impl Serves {
         match class {
             None => self.default_load_balancer,
             Some(class) => self.load_balancer_classes.contains(class),
+        }
+    }
+
+    /// Whether it serves Services of a namespace labelled `labels`
+    /// (`None`: a namespace not known yet, served only without a
+    /// selector).
+    pub fn namespace(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        match (&self.namespaces, labels) {
+            (None, _) => true,
+            (Some(selector), Some(labels)) => selector.matches(labels),
+            (Some(_), None) => false,
         }
     }
 }

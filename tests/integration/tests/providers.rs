@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_fake_cloud::{FakeCloud, Object};
+use wasm_ccm_tests::backend::{Backend, TestApiServer};
 use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::{ServiceFixture, free_port, guest_path};
 
@@ -57,7 +57,7 @@ const GOOD: Vendor = Vendor { name: "good", classes: &["good.example/lb"], pool:
 /// The API server, the providers' fake clouds, and the files the binary
 /// reads.
 struct Setup {
-    api: ApiServer,
+    api: TestApiServer,
     client: kube::Client,
     dir: tempfile::TempDir,
     port: u16,
@@ -66,11 +66,21 @@ struct Setup {
 
 impl Setup {
     async fn start() -> Self {
+        Self::start_on(&Backend::Harness).await
+    }
+
+    /// On the real API server when its binaries are there, `test` says so
+    /// otherwise and runs on the harness.
+    async fn start_real(test: &str) -> Self {
+        Self::start_on(&Backend::real(test).unwrap_or(Backend::Harness)).await
+    }
+
+    async fn start_on(backend: &Backend) -> Self {
         wasm_ccm_tests::init_logging();
-        let api = ApiServer::start().await.unwrap();
+        let api = TestApiServer::start(backend).await;
         let dir = tempfile::tempdir().unwrap();
-        api.write_kubeconfig(&dir.path().join("kubeconfig")).unwrap();
-        let client = api.client().await;
+        api.write_controller_kubeconfig(&dir.path().join("kubeconfig"));
+        let client = api.admin();
         Setup { api, client, dir, port: free_port().unwrap(), clouds: BTreeMap::new() }
     }
 
@@ -106,6 +116,13 @@ impl Setup {
     /// Starts `wasm-ccm run` on the providers file, its log in `wasm-ccm.log`,
     /// and waits until it is ready.
     async fn run(&self) -> Process {
+        self.run_replica(self.port, "wasm-ccm-0", false).await
+    }
+
+    /// Starts `wasm-ccm run` as pod `pod`, its admin server on `port`, its
+    /// log in `POD.log`, electing a leader when `elect`; waits until it is
+    /// ready (leading, or standing by).
+    async fn run_replica(&self, port: u16, pod: &str, elect: bool) -> Process {
         let path = |file: &str| self.path(file).display().to_string();
         let args: Vec<String> = [
             "run",
@@ -117,9 +134,9 @@ impl Setup {
             &format!("{}ms", POLL.as_millis()),
             "--controllers",
             "service",
-            "--leader-elect=false",
+            &format!("--leader-elect={elect}"),
             "--secure-port",
-            &self.port.to_string(),
+            &port.to_string(),
             "--bind-address",
             "127.0.0.1",
             "--admin-plain-http",
@@ -130,9 +147,10 @@ impl Setup {
         .map(|arg| (*arg).to_owned())
         .collect();
         // The Pod that reports about the providers file get events.
-        let env = [("POD_NAME", "wasm-ccm-0"), ("POD_NAMESPACE", "kube-system")];
-        let mut process = Process::start_logged(crate::binary(), &args, &env, &self.path("wasm-ccm.log"));
-        let admin = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let env = [("POD_NAME", pod), ("POD_NAMESPACE", "kube-system")];
+        let log = if pod == "wasm-ccm-0" { "wasm-ccm.log".to_owned() } else { format!("{pod}.log") };
+        let mut process = Process::start_logged(crate::binary(), &args, &env, &self.path(&log));
+        let admin = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = process.wait(Duration::from_millis(10)).await {
@@ -154,12 +172,13 @@ impl Setup {
         Api::namespaced(self.client.clone(), "default")
     }
 
-    /// Creates `services`, 64 requests at once.
+    /// Creates `services`, 64 requests at once, each in its namespace
+    /// (`default` when it has none).
     async fn create(&self, services: Vec<Service>) {
-        let api = self.services();
         let created: Vec<_> = futures::stream::iter(services)
             .map(|service| {
-                let api = api.clone();
+                let namespace = service.metadata.namespace.clone().unwrap_or_else(|| "default".to_owned());
+                let api = Api::<Service>::namespaced(self.client.clone(), &namespace);
                 async move { api.create(&PostParams::default(), &service).await }
             })
             .buffer_unordered(64)
@@ -170,22 +189,21 @@ impl Setup {
         }
     }
 
-    /// The Service `name` as stored.
-    fn service(&self, name: &str) -> Value {
-        self.api.object("services", Some("default"), name).unwrap_or_else(|| panic!("no Service {name}"))
+    /// The Service `name` of `default` as stored.
+    async fn service(&self, name: &str) -> Value {
+        self.api.object("services", Some("default"), name).await.unwrap_or_else(|| panic!("no Service {name}"))
     }
 
     /// The first ingress of the Service `name`: its IP, or host name.
-    fn ingress(&self, name: &str) -> Option<String> {
-        let ingress = &self.service(name)["status"]["loadBalancer"]["ingress"][0];
-        ingress["ip"].as_str().or(ingress["hostname"].as_str()).map(str::to_owned)
+    async fn ingress(&self, name: &str) -> Option<String> {
+        first_ingress(&self.service(name).await)
     }
 
     /// Waits until the Service `name` has an ingress that satisfies `check`.
     async fn wait_ingress(&self, name: &str, check: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let ingress = self.ingress(name);
+            let ingress = self.ingress(name).await;
             if let Some(ingress) = ingress.as_deref().filter(|ingress| check(ingress)) {
                 return ingress.to_owned();
             }
@@ -195,8 +213,14 @@ impl Setup {
     }
 
     /// How many of `names` have an ingress.
-    fn with_ingress(&self, names: &[String]) -> usize {
-        names.iter().filter(|name| self.ingress(name).is_some()).count()
+    async fn with_ingress(&self, names: &[String]) -> usize {
+        let services = self.services().list(&ListParams::default()).await.unwrap().items;
+        let with: Vec<&str> = services
+            .iter()
+            .filter(|service| first_ingress(&serde_json::to_value(service).unwrap()).is_some())
+            .filter_map(|service| service.metadata.name.as_deref())
+            .collect();
+        names.iter().filter(|name| with.contains(&name.as_str())).count()
     }
 
     /// The load balancers in the fake cloud of `provider`.
@@ -206,8 +230,8 @@ impl Setup {
 
     /// The load balancer of the Service `name` in the fake cloud of
     /// `provider`.
-    fn load_balancer(&self, provider: &str, name: &str) -> Option<Object> {
-        let uid = self.service(name)["metadata"]["uid"].as_str().expect("a uid").to_owned();
+    async fn load_balancer(&self, provider: &str, name: &str) -> Option<Object> {
+        let uid = self.service(name).await["metadata"]["uid"].as_str().expect("a uid").to_owned();
         let key: String = std::iter::once('a').chain(uid.chars().filter(|c| *c != '-')).take(32).collect();
         self.load_balancers(provider).into_iter().find(|object| object.key == key)
     }
@@ -232,6 +256,12 @@ impl Setup {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// The first ingress of `service`: its IP, or host name.
+fn first_ingress(service: &Value) -> Option<String> {
+    let ingress = &service["status"]["loadBalancer"]["ingress"][0];
+    ingress["ip"].as_str().or(ingress["hostname"].as_str()).map(str::to_owned)
 }
 
 /// A LoadBalancer Service of `class` with `annotations`.
@@ -259,8 +289,8 @@ async fn each_provider_serves_the_services_of_its_classes_only() {
     for (name, Vendor { name: provider, prefix, .. }, _) in served {
         let ingress = setup.wait_ingress(name, |_| true).await;
         assert!(ingress.starts_with(prefix), "{name} has {ingress}, not an address of {provider}");
-        assert!(setup.load_balancer(provider, name).is_some(), "{name}'s load balancer is in {provider}'s cloud");
-        assert_eq!(setup.service(name)["metadata"]["annotations"][PROVIDER_ANNOTATION], *provider);
+        assert!(setup.load_balancer(provider, name).await.is_some(), "{name}'s load balancer is in {provider}'s cloud");
+        assert_eq!(setup.service(name).await["metadata"]["annotations"][PROVIDER_ANNOTATION], *provider);
     }
     assert_eq!(setup.load_balancers(A.name).len(), 2, "vendor-a made its two only");
     assert_eq!(setup.load_balancers(B.name).len(), 2, "vendor-b made its two only");
@@ -269,8 +299,8 @@ async fn each_provider_serves_the_services_of_its_classes_only() {
     // serves those, are nobody's: they were seen with the others.
     tokio::time::sleep(Duration::from_secs(1)).await;
     for name in ["unserved", "classless"] {
-        let service = setup.service(name);
-        assert_eq!(setup.ingress(name), None, "{name} gets no ingress");
+        let service = setup.service(name).await;
+        assert_eq!(setup.ingress(name).await, None, "{name} gets no ingress");
         assert!(service["metadata"]["finalizers"].is_null(), "{name} gets no finalizer: {service:#}");
         assert!(service["metadata"]["annotations"][PROVIDER_ANNOTATION].is_null(), "{service:#}");
     }
@@ -285,7 +315,7 @@ async fn a_service_moved_to_another_class_is_deleted_by_its_provider_and_ensured
     let _process = setup.run().await;
     setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
     setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
-    assert!(setup.load_balancer(A.name, "web").is_some());
+    assert!(setup.load_balancer(A.name, "web").await.is_some());
 
     // The class is immutable: through ClusterIP, as a user must, at once.
     let services = setup.services();
@@ -303,9 +333,9 @@ async fn a_service_moved_to_another_class_is_deleted_by_its_provider_and_ensured
     }
 
     let ingress = setup.wait_ingress("web", |ingress| ingress.starts_with(B.prefix)).await;
-    assert!(setup.load_balancer(B.name, "web").is_some(), "vendor-b ensured {ingress}");
+    assert!(setup.load_balancer(B.name, "web").await.is_some(), "vendor-b ensured {ingress}");
     assert!(setup.load_balancers(A.name).is_empty(), "vendor-a deleted its load balancer");
-    assert_eq!(setup.service("web")["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
+    assert_eq!(setup.service("web").await["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
 }
 
 #[tokio::test]
@@ -326,8 +356,8 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
     let event = setup.wait_event("LoadBalancerProviderNotConfigured", Some("b-web"), B.name).await;
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     assert_eq!(setup.load_balancers(B.name), b_load_balancers, "vendor-b's load balancer stays as it was");
-    let b_web = setup.service("b-web");
-    assert_eq!(setup.ingress("b-web"), Some(b_ingress), "{b_web:#}");
+    let b_web = setup.service("b-web").await;
+    assert_eq!(setup.ingress("b-web").await, Some(b_ingress), "{b_web:#}");
     assert!(b_web["metadata"]["finalizers"].as_array().is_some_and(|finalizers| !finalizers.is_empty()));
     assert_eq!(b_web["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
 
@@ -348,8 +378,8 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
     setup.write(&[&a, &b]);
     setup.create(vec![service("b-web-2", Some(B.classes[1]), &[])]).await;
     setup.wait_ingress("b-web-2", |ingress| ingress.starts_with(B.prefix)).await;
-    assert!(setup.load_balancer(B.name, "b-web").is_some());
-    assert_eq!(setup.service("b-web")["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
+    assert!(setup.load_balancer(B.name, "b-web").await.is_some());
+    assert_eq!(setup.service("b-web").await["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
 }
 
 /// A tenant asks vendor-b, whose cloud's pool overlaps vendor-a's, for the
@@ -381,8 +411,8 @@ async fn an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_addres
     setup.write(&[&a, &b]);
     let another = "which is the load balancer ingress of Service default/a-web; nothing was published";
     setup.wait_event("SyncLoadBalancerFailed", Some("b-web"), another).await;
-    assert_eq!(setup.ingress("b-web"), None, "nothing published");
-    assert_eq!(setup.ingress("a-web"), Some(taken), "vendor-a's Service keeps its address");
+    assert_eq!(setup.ingress("b-web").await, None, "nothing published");
+    assert_eq!(setup.ingress("a-web").await, Some(taken), "vendor-a's Service keeps its address");
     let log = setup.log();
     assert!(log.contains("the provider serves load balancers otherwise now"), "{log}");
     assert!(!log.contains("the provider serves from the providers file"), "the ranges changed without a reload: {log}");
@@ -399,11 +429,15 @@ async fn time_good_services(setup: &Setup, prefix: &str) -> Duration {
     let names: Vec<String> = (0..GOOD_SERVICES).map(|index| format!("{prefix}-{index:03}")).collect();
     let started = Instant::now();
     setup.create(names.iter().map(|name| service(name, Some(GOOD.classes[0]), &[])).collect()).await;
-    while setup.with_ingress(&names) < names.len() {
+    while setup.with_ingress(&names).await < names.len() {
         if started.elapsed() > Duration::from_secs(120) {
             let log = setup.log();
             let tail: Vec<&str> = log.lines().rev().take(60).collect();
-            panic!("{} of {GOOD_SERVICES} Services have an ingress:\n{}", setup.with_ingress(&names), tail.join("\n"));
+            panic!(
+                "{} of {GOOD_SERVICES} Services have an ingress:\n{}",
+                setup.with_ingress(&names).await,
+                tail.join("\n")
+            );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -450,7 +484,7 @@ async fn a_hostile_provider_does_not_slow_a_good_one_down() {
     assert!(process.is_running(), "the process survives its hostile provider");
     for attack in ["spin", "grow", "sleep"] {
         let name = format!("hostile-{attack}-00");
-        assert_eq!(setup.ingress(&name), None, "{name} fails");
+        assert_eq!(setup.ingress(&name).await, None, "{name} fails");
     }
     // The attacks end at their deadline, which may come after the good
     // Services are done.
@@ -465,4 +499,235 @@ async fn a_hostile_provider_does_not_slow_a_good_one_down() {
     // times longer (8.8 s against 1.4 s alone).
     let allowed = alone.mul_f64(1.2) + Duration::from_secs(2);
     assert!(beside <= allowed, "beside the hostile provider: {beside:?}, alone: {alone:?}, allowed: {allowed:?}");
+}
+
+impl Setup {
+    /// Sets the annotation naming the load balancer's provider of Service
+    /// `name`, as its owner can.
+    async fn annotate(&self, name: &str, provider: &str) {
+        let patch = json!({"metadata": {"annotations": {PROVIDER_ANNOTATION: provider}}});
+        self.services().patch(name, &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    }
+
+    /// Deletes Service `name` of `default`; it stays until its finalizer
+    /// goes.
+    async fn delete(&self, name: &str) {
+        self.services().delete(name, &DeleteParams::default()).await.unwrap();
+    }
+
+    /// Waits until Service `name` of `default` is gone.
+    async fn wait_gone(&self, name: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while self.services().get_opt(name).await.unwrap().is_some() {
+            assert!(Instant::now() < deadline, "{name} is still there:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Every ownership record: Service UID to `PROVIDER/NAMESPACE/NAME`.
+    async fn records(&self) -> BTreeMap<String, String> {
+        let config_maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), "kube-system");
+        let all = config_maps.list(&ListParams::default()).await.unwrap().items;
+        all.into_iter()
+            .filter(|map| map.metadata.name.as_deref().is_some_and(|name| name.starts_with(RECORDS)))
+            .flat_map(|map| map.data.unwrap_or_default())
+            .collect()
+    }
+
+    /// Creates namespace `name` with `labels`, or relabels it.
+    async fn label_namespace(&self, name: &str, labels: Value) {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+        let params = PatchParams::apply("providers-test").force();
+        namespaces.patch(name, &params, &Patch::Apply(namespace)).await.unwrap();
+    }
+}
+
+/// The ConfigMaps of the ownership records, before their shard.
+const RECORDS: &str = "wasm-ccm-load-balancer-owners-";
+
+/// Two providers, one of `A`'s Services ensured by vendor-a.
+async fn ensured_by_a(test: &str) -> Setup {
+    let mut setup = Setup::start_real(test).await;
+    let (a, b) = (setup.fake(&A).await, setup.fake(&B).await);
+    setup.write(&[&a, &b]);
+    setup
+}
+
+/// What a tenant flipping the annotation achieved: nothing in vendor-b's
+/// cloud, vendor-a's load balancer deleted with the Service by vendor-a.
+async fn assert_a_deleted_its_own(setup: &Setup) {
+    setup.wait_gone("web").await;
+    assert!(setup.load_balancers(A.name).is_empty(), "vendor-a deleted its load balancer");
+    assert!(setup.clouds[B.name].objects("load-balancers").is_empty(), "vendor-b made or deleted nothing");
+    assert!(setup.records().await.is_empty(), "the record went with the Service");
+}
+
+#[tokio::test]
+async fn an_annotation_flipped_while_running_moves_nothing() {
+    let setup = ensured_by_a("an_annotation_flipped_while_running_moves_nothing").await;
+    let _process = setup.run().await;
+    setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
+    let uid = setup.service("web").await["metadata"]["uid"].as_str().unwrap().to_owned();
+    assert_eq!(setup.records().await[&uid], format!("{}/default/web", A.name), "recorded outside the Service");
+
+    setup.annotate("web", B.name).await;
+    let event = setup.wait_event("LoadBalancerProviderMismatch", Some("web"), "only vendor-a acts on it").await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let deadline = Instant::now() + PATIENCE;
+    while setup.service("web").await["metadata"]["annotations"][PROVIDER_ANNOTATION] != A.name {
+        assert!(Instant::now() < deadline, "the annotation is written back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    setup.annotate("web", B.name).await;
+    setup.delete("web").await;
+    assert_a_deleted_its_own(&setup).await;
+}
+
+#[tokio::test]
+async fn an_annotation_flipped_while_the_controller_manager_is_down_moves_nothing() {
+    let setup = ensured_by_a("an_annotation_flipped_while_the_controller_manager_is_down_moves_nothing").await;
+    let mut process = setup.run().await;
+    setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
+    process.signal("TERM");
+    assert!(process.wait(PATIENCE).await.is_some_and(|status| status.success()), "{}", setup.log());
+
+    setup.annotate("web", B.name).await;
+    setup.delete("web").await;
+    let _process = setup.run().await;
+    assert_a_deleted_its_own(&setup).await;
+}
+
+#[tokio::test]
+async fn an_annotation_flipped_across_a_leader_change_moves_nothing() {
+    let setup = ensured_by_a("an_annotation_flipped_across_a_leader_change_moves_nothing").await;
+    let mut first = setup.run_replica(free_port().unwrap(), "wasm-ccm-first", true).await;
+    setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
+    let _second = setup.run_replica(free_port().unwrap(), "wasm-ccm-second", true).await;
+
+    setup.annotate("web", B.name).await;
+    setup.delete("web").await;
+    // The leader lets its lease go; the other replica leads, from the
+    // records alone.
+    first.signal("TERM");
+    assert!(first.wait(PATIENCE).await.is_some_and(|status| status.success()));
+    assert_a_deleted_its_own(&setup).await;
+}
+
+/// kube-vip and others put the standard finalizer on the Services of
+/// their own class: wasm-ccm leaves them alone, as upstream.
+#[tokio::test]
+async fn a_finalized_service_of_another_implementation_s_class_is_left_alone() {
+    let setup = ensured_by_a("a_finalized_service_of_another_implementation_s_class_is_left_alone").await;
+    let _process = setup.run().await;
+    let mut vip = service("vip", Some("kube-vip.io/kube-vip-class"), &[]);
+    vip.metadata.finalizers = Some(vec!["service.kubernetes.io/load-balancer-cleanup".to_owned()]);
+    setup.create(vec![vip, service("web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
+    setup.delete("vip").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let vip = setup.service("vip").await;
+    assert!(!vip["metadata"]["deletionTimestamp"].is_null(), "its finalizer is not wasm-ccm's to remove: {vip:#}");
+    let events: Api<Event> = Api::namespaced(setup.client.clone(), "default");
+    let about_vip: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|event| event.regarding.as_ref().and_then(|regarding| regarding.name.as_deref()) == Some("vip"))
+        .filter_map(|event| event.reason)
+        .collect();
+    assert_eq!(about_vip, Vec::<String>::new(), "no event about it");
+    assert_eq!(setup.load_balancers(A.name).len(), 1, "web's only");
+}
+
+/// A Service ensured by a version that kept no records (its finalizer and
+/// annotation only) is adopted by the provider serving its class; a forged
+/// annotation naming another provider is not believed.
+#[tokio::test]
+async fn a_service_ensured_before_records_were_kept_is_adopted_by_the_provider_of_its_class() {
+    let setup =
+        ensured_by_a("a_service_ensured_before_records_were_kept_is_adopted_by_the_provider_of_its_class").await;
+    let mut process = setup.run().await;
+    setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
+    process.signal("TERM");
+    assert!(process.wait(PATIENCE).await.is_some_and(|status| status.success()));
+    let config_maps: Api<ConfigMap> = Api::namespaced(setup.client.clone(), "kube-system");
+    for map in config_maps.list(&ListParams::default()).await.unwrap().items {
+        let name = map.metadata.name.unwrap_or_default();
+        if name.starts_with(RECORDS) {
+            config_maps.delete(&name, &DeleteParams::default()).await.unwrap();
+        }
+    }
+    let mut forged = service("forged", Some(A.classes[1]), &[(PROVIDER_ANNOTATION, B.name)]);
+    forged.metadata.finalizers = Some(vec!["service.kubernetes.io/load-balancer-cleanup".to_owned()]);
+    setup.create(vec![forged]).await;
+
+    let _process = setup.run().await;
+    setup.wait_ingress("forged", |ingress| ingress.starts_with(A.prefix)).await;
+    assert_eq!(setup.service("forged").await["metadata"]["annotations"][PROVIDER_ANNOTATION], A.name);
+    setup.delete("web").await;
+    setup.wait_gone("web").await;
+    assert_eq!(setup.load_balancers(A.name).len(), 1, "vendor-a adopted web and deleted its load balancer");
+    assert!(setup.load_balancers(B.name).is_empty());
+}
+
+/// A provider serving the Services of some namespaces only: one outside is
+/// warned about once and gets nothing; one whose namespace leaves keeps its
+/// load balancer, not updated, until it is deleted.
+#[tokio::test]
+async fn a_provider_serves_the_namespaces_its_selector_picks_only() {
+    let mut setup = Setup::start_real("a_provider_serves_the_namespaces_its_selector_picks_only").await;
+    let a = setup.fake(&A).await;
+    let mut b = setup.fake(&B).await;
+    b["namespaces"] = json!({"matchLabels": {"lb": "vendor-b"}});
+    setup.write(&[&a, &b]);
+    setup.label_namespace("team-in", json!({"lb": "vendor-b"})).await;
+    setup.label_namespace("team-out", json!({"lb": "other"})).await;
+    let _process = setup.run().await;
+    let mut services = Vec::new();
+    for namespace in ["team-in", "team-out"] {
+        let mut web = service("web", Some(B.classes[0]), &[]);
+        web.metadata.namespace = Some(namespace.to_owned());
+        services.push(web);
+    }
+    setup.create(services).await;
+    let team = |namespace: &str| Api::<Service>::namespaced(setup.client.clone(), namespace);
+    let ingress = async |namespace: &str| {
+        first_ingress(&serde_json::to_value(team(namespace).get("web").await.unwrap()).unwrap())
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while ingress("team-in").await.is_none() {
+        assert!(Instant::now() < deadline, "team-in's Service is served:\n{}", setup.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    setup.wait_event("LoadBalancerNamespaceNotServed", Some("web"), "does not serve namespace team-out").await;
+    assert_eq!(ingress("team-out").await, None);
+    assert_eq!(setup.load_balancers(B.name).len(), 1, "team-in's only");
+
+    // team-in leaves vendor-b's namespaces: its load balancer stays.
+    setup.label_namespace("team-in", json!({"lb": "other"})).await;
+    setup.wait_event("LoadBalancerNamespaceNotServed", Some("web"), "is kept, not updated").await;
+    assert_eq!(setup.load_balancers(B.name).len(), 1, "kept");
+    // team-out joins: its Service is served.
+    setup.label_namespace("team-out", json!({"lb": "vendor-b"})).await;
+    let deadline = Instant::now() + PATIENCE;
+    while ingress("team-out").await.is_none() {
+        assert!(Instant::now() < deadline, "team-out's Service is served now:\n{}", setup.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Deleted, team-in's Service loses its load balancer.
+    team("team-in").delete("web", &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while team("team-in").get_opt("web").await.unwrap().is_some() || setup.load_balancers(B.name).len() != 1 {
+        assert!(Instant::now() < deadline, "team-in's load balancer goes with it:\n{}", setup.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(setup.load_balancers(A.name).is_empty());
 }

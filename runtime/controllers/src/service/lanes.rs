@@ -4,20 +4,21 @@
 //! provider's Services never delays another's. Lanes start and stop as
 //! providers come and go, each on its own.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Namespace, Service};
 use kube::Resource;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use super::claim::{Claim, Roster};
+use super::claim::{Claim, PROVIDER_ANNOTATION, Roster};
+use super::ownership::Ownership;
 use super::policy::LoadBalancerPolicy;
-use super::{ServiceController, ServiceTriggers};
+use super::{ServiceController, ServiceKey, ServiceTriggers};
 use crate::context::Context;
 use crate::events::Events;
 use crate::informer::Change;
@@ -30,6 +31,10 @@ pub(crate) struct LaneTriggers {
     lanes: Arc<RwLock<BTreeMap<Arc<str>, ServiceTriggers>>>,
     roster: Roster,
     events: Events,
+    services: Store<Service>,
+    /// The Services warned about being outside their provider's
+    /// namespaces, warned again only once they were back in.
+    outside: Arc<Mutex<HashSet<ServiceKey>>>,
 }
 
 impl LaneTriggers {
@@ -54,10 +59,36 @@ impl LaneTriggers {
 
     /// Hands a change of a Service to every lane.
     pub(crate) fn observe(&self, change: &Change<Service>) {
-        if let Change::Applied(service) = change {
-            self.warn_if_stray(service);
+        match change {
+            Change::Applied(service) => {
+                self.warn_if_stray(service);
+                self.warn_if_mislabelled(service);
+                self.warn_if_outside(service);
+            }
+            Change::Deleted(service) => {
+                self.outside().remove(&ObjectRef::from_obj(&**service));
+            }
+            Change::Resynced => {}
         }
         self.each(|triggers| triggers.observe(change.clone()));
+    }
+
+    /// Has every lane reconsider the Services of `namespace`, whose labels
+    /// changed, when a provider picks Services by their namespace.
+    pub(crate) fn namespace_changed(&self, namespace: &str) {
+        if !self.roster.selects_namespaces() {
+            return;
+        }
+        for service in self.services.state() {
+            if service.metadata.namespace.as_deref() == Some(namespace) {
+                self.warn_if_outside(&service);
+                self.each(|triggers| triggers.reconsider(&service));
+            }
+        }
+    }
+
+    fn outside(&self) -> std::sync::MutexGuard<'_, HashSet<ServiceKey>> {
+        self.outside.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Tells every lane that the nodes changed.
@@ -85,6 +116,40 @@ impl LaneTriggers {
         );
         self.events.warning(service.object_ref(&()), "LoadBalancerProviderNotConfigured", note);
     }
+
+    /// Warns about a Service whose annotation names another provider than
+    /// the one recorded as its load balancer's: the recorded one keeps
+    /// acting on it, and writes the annotation back when it ensures it.
+    fn warn_if_mislabelled(&self, service: &Service) {
+        if let Some((owner, named)) = self.roster.mismatch(service) {
+            let note = format!(
+                "The annotation {PROVIDER_ANNOTATION} names provider {named}, but provider {owner} made the load \
+                 balancer: only {owner} acts on it"
+            );
+            self.events.warning(service.object_ref(&()), "LoadBalancerProviderMismatch", note);
+        }
+    }
+
+    /// Warns, once until it comes back in, about a Service of a class a
+    /// provider serves but in a namespace it does not serve, that has no
+    /// load balancer: it gets none.
+    fn warn_if_outside(&self, service: &Service) {
+        let key = ObjectRef::from_obj(service);
+        let outside = service.metadata.deletion_timestamp.is_none()
+            && self.roster.owner(service).is_none()
+            && self.roster.class_provider(service).is_some_and(|(_, in_namespace)| !in_namespace);
+        if !outside {
+            self.outside().remove(&key);
+            return;
+        }
+        if !self.outside().insert(key) {
+            return;
+        }
+        let (provider, _) = self.roster.class_provider(service).unwrap_or_default();
+        let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
+        let note = format!("Provider {provider} does not serve namespace {namespace}: no load balancer is made");
+        self.events.warning(service.object_ref(&()), "LoadBalancerNamespaceNotServed", note);
+    }
 }
 
 /// Starts, stops and feeds the lanes.
@@ -101,10 +166,22 @@ pub(crate) struct ServiceLanes<C: Cloud> {
 
 impl<C: Cloud> ServiceLanes<C> {
     /// Lanes for the providers of `members` that serve load balancers,
-    /// made but not running, so that they see the Services as the cache
-    /// fills.
-    pub(crate) fn new(base: Context<C>, services: Store<Service>, members: &Members<C>) -> Self {
-        let triggers = LaneTriggers { lanes: Arc::default(), roster: Roster::default(), events: base.events.clone() };
+    /// made but not running, deciding by `ownership` and the labels of
+    /// `namespaces`.
+    pub(crate) fn new(
+        base: Context<C>,
+        services: Store<Service>,
+        namespaces: Store<Namespace>,
+        ownership: Ownership,
+        members: &Members<C>,
+    ) -> Self {
+        let triggers = LaneTriggers {
+            lanes: Arc::default(),
+            roster: Roster::new(ownership, namespaces),
+            events: base.events.clone(),
+            services: services.clone(),
+            outside: Arc::default(),
+        };
         let mut lanes = ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new() };
         lanes.triggers.roster.set(roster(members));
         for (name, member) in members.iter().filter(|(_, member)| member.serves.load_balancers()) {
@@ -209,6 +286,7 @@ impl<C: Cloud> ServiceLanes<C> {
         }
         for service in self.services.state() {
             self.triggers.warn_if_stray(&service);
+            self.triggers.warn_if_outside(&service);
             self.triggers.each(|triggers| triggers.reconsider(&service));
         }
     }

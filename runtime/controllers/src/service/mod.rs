@@ -9,6 +9,7 @@ pub(crate) mod lanes;
 mod memory;
 pub(crate) mod node_changes;
 mod node_sync;
+pub mod ownership;
 pub mod policy;
 pub mod rules;
 mod sync;
@@ -23,7 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use self::claim::{Action, Claim};
+use self::claim::{Action, Claim, annotation};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
 use self::policy::{LoadBalancerPolicy, SharedPolicy};
@@ -123,8 +124,12 @@ impl ServiceTriggers {
                 {
                     tracing::info!(service = %key, change = reason, "the Service changed: {note}");
                 }
+                // The annotation is written back when it names another
+                // provider: it is not part of what needs a sync.
+                let mislabelled = action == Action::Ensure && annotation(&service) != Some(&**self.claim.provider());
                 if ((observed.changed || turned) && (action != Action::Ignore || observed.held))
                     || action == Action::Delete
+                    || mislabelled
                 {
                     self.queue.add(key);
                 }

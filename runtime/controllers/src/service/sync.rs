@@ -13,7 +13,7 @@ use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::ServiceKey;
-use super::claim::{Action, Claim, PROVIDER_ANNOTATION};
+use super::claim::{Action, Claim, PROVIDER_ANNOTATION, annotation};
 use super::ingress;
 use super::memory::Memory;
 use super::policy::SharedPolicy;
@@ -102,7 +102,8 @@ impl<C: Cloud> ServiceSync<C> {
         Ok(())
     }
 
-    /// Upstream's `processLoadBalancerDelete`.
+    /// Upstream's `processLoadBalancerDelete`; then the ownership record
+    /// goes.
     async fn delete_for_gone(&self, service: &Service) -> Result<(), Error> {
         let reference = service.object_ref(&());
         self.ctx.events.normal(reference.clone(), "DeletingLoadBalancer", "Deleting load balancer");
@@ -112,10 +113,11 @@ impl<C: Cloud> ServiceSync<C> {
             return Err(Error::cloud("failed to delete load balancer")(err));
         }
         self.ctx.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
-        Ok(())
+        self.claim.roster().ownership().release(service.metadata.uid.as_deref()).await
     }
 
-    /// Upstream's `ensureLoadBalancer`. A resync with no change of the
+    /// Upstream's `ensureLoadBalancer`, once the provider is recorded as the
+    /// load balancer's owner. A resync with no change of the
     /// Service writes events only when it finds the load balancer's status
     /// changed, so that a cluster's resyncs do not flood its events.
     async fn ensure(&self, key: &ServiceKey, service: &Arc<Service>) -> Result<(), Error> {
@@ -124,6 +126,7 @@ impl<C: Cloud> ServiceSync<C> {
         if !quiet {
             self.ctx.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
         }
+        self.claim.roster().ownership().record(service, self.claim.provider()).await?;
         let owned = has_finalizer(service) && annotation(service) == Some(&**self.claim.provider());
         let service = if owned { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
         let nodes = self.ctx.nodes.eligible();
@@ -164,8 +167,8 @@ impl<C: Cloud> ServiceSync<C> {
     }
 
     /// Deletes the load balancer, then lets the Service go, as upstream's
-    /// cleanup. A provider without `GetLoadBalancer` gets the delete call
-    /// anyway, and one whose load balancers are implemented elsewhere has
+    /// cleanup, and removes the ownership record. A provider without
+    /// `GetLoadBalancer` gets the delete call anyway, and one whose load balancers are implemented elsewhere has
     /// none to delete: upstream fails on both.
     async fn delete(&self, key: &ServiceKey, service: &Service) -> Result<(), Error> {
         let reference = service.object_ref(&());
@@ -183,6 +186,7 @@ impl<C: Cloud> ServiceSync<C> {
             }
         }
         self.remove_finalizer(service).await?;
+        self.claim.roster().ownership().release(service.metadata.uid.as_deref()).await?;
         self.ctx.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
         self.memory.deleted(key);
         // A Service being deleted goes with its finalizer: no status to clear.
@@ -192,15 +196,30 @@ impl<C: Cloud> ServiceSync<C> {
         Ok(())
     }
 
-    /// The load balancer stays, as no provider serves the Service's class:
-    /// upstream would delete it.
+    /// The load balancer stays, as no provider serves the Service's class,
+    /// or its namespace: upstream would delete it.
     fn keep(&self, service: &Service) {
-        let class = service.spec.as_ref().and_then(|spec| spec.load_balancer_class.as_deref()).unwrap_or("(none)");
-        let note = format!(
-            "No provider serves load balancer class {class}: the load balancer of provider {} is kept until one does",
-            self.claim.provider()
-        );
-        self.ctx.events.warning(service.object_ref(&()), "LoadBalancerClassNotServed", note);
+        let provider = self.claim.provider();
+        let (reason, note) = match self.claim.roster().class_provider(service) {
+            Some((serving, _)) => {
+                let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
+                let note = format!(
+                    "Provider {serving} does not serve namespace {namespace}: the load balancer of provider \
+                     {provider} is kept, not updated, until the Service is deleted or its namespace is served"
+                );
+                ("LoadBalancerNamespaceNotServed", note)
+            }
+            None => {
+                let class =
+                    service.spec.as_ref().and_then(|spec| spec.load_balancer_class.as_deref()).unwrap_or("(none)");
+                let note = format!(
+                    "No provider serves load balancer class {class}: the load balancer of provider {provider} is \
+                     kept until one does"
+                );
+                ("LoadBalancerClassNotServed", note)
+            }
+        };
+        self.ctx.events.warning(service.object_ref(&()), reason, note);
     }
 
     /// Adds the finalizer, and the annotation naming this provider as the
@@ -265,11 +284,6 @@ fn name(service: &Service) -> String {
     service.metadata.name.clone().unwrap_or_default()
 }
 
-/// The provider the Service's annotation names as its load balancer's.
-fn annotation(service: &Service) -> Option<&str> {
-    service.metadata.annotations.as_ref()?.get(PROVIDER_ANNOTATION).map(String::as_str)
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::{LoadBalancerIngress, Node, ServiceStatus};
@@ -279,7 +293,9 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
+    use crate::serves::Serves;
     use crate::service::ingress::IngressRanges;
+    use crate::service::ownership::Ownership;
     use crate::service::policy::LoadBalancerPolicy;
 
     fn ingress(service: &Service) -> Option<String> {
@@ -425,13 +441,81 @@ mod tests {
         let memory = Arc::default();
         let mut service = Service::test("web").with_class("example.com/gone").with_finalizer();
         service.metadata.annotations = Some([(PROVIDER_ANNOTATION.to_owned(), "test".to_owned())].into());
-        let key = ObjectRef::from_obj(&env.add_service(service).await);
+        let created = env.add_service(service).await;
+        let key = ObjectRef::from_obj(&created);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.events(), [], "not recorded as ensured here: not this controller's");
+        env.ownership.record(&created, &Arc::from("test")).await.unwrap();
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.cloud.take_calls(), Vec::<String>::new(), "no cloud call");
         assert!(has_finalizer(&env.service("web").await), "the finalizer stays");
         let (type_, reason, _, note) = env.events().pop().unwrap();
         assert_eq!((type_, reason.as_str()), (crate::events::EventType::Warning, "LoadBalancerClassNotServed"));
         assert!(note.contains("example.com/gone") && note.contains("provider test"), "{note}");
+    }
+
+    /// What the records say, read back from the API server.
+    async fn recorded(env: &TestEnv, service: &Service) -> Option<Arc<str>> {
+        let records = Ownership::load(env.client.clone(), "kube-system", &Default::default()).await.unwrap();
+        records.owner(service.metadata.uid.as_deref().unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_owner_is_recorded_before_the_first_ensure_and_released_after_the_delete() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        env.cloud.fail(Function::EnsureLoadBalancer, ProviderError::Cloud("down".into()));
+        let created = env.add_service(Service::test("web")).await;
+        let key = ObjectRef::from_obj(&created);
+        sync(&env, &memory).reconcile(&key).await.unwrap_err();
+        assert_eq!(recorded(&env, &created).await.as_deref(), Some("test"), "a failed ensure leaves the record");
+        env.cloud.heal(Function::EnsureLoadBalancer);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.delete("web", &Default::default()).await.unwrap();
+        env.service("web").await;
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.load_balancer("default/web"), None);
+        assert_eq!(recorded(&env, &created).await, None, "released once the Service was let go");
+    }
+
+    /// The Service's owner names another provider in the annotation, then
+    /// deletes the Service: the other provider does nothing, the recorded
+    /// one deletes its load balancer and lets the Service go.
+    #[tokio::test]
+    async fn a_flipped_annotation_leaves_the_delete_to_the_recorded_provider() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        sync(&env, &memory).reconcile(&key).await.unwrap();
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        let flip = serde_json::json!({"metadata": {"annotations": {PROVIDER_ANNOTATION: "other"}}});
+        api.patch("web", &PatchParams::default(), &Patch::Merge(flip)).await.unwrap();
+        api.delete("web", &Default::default()).await.unwrap();
+        let flipped = env.service("web").await;
+        assert!(flipped.metadata.deletion_timestamp.is_some());
+
+        let roster = env.claim().roster().clone();
+        roster.set([(Arc::from("test"), Serves::everything()), (Arc::from("other"), Serves::everything())].into());
+        let other_cloud = TestCloud::default();
+        let other = ServiceSync::new(
+            Context { cloud: other_cloud.clone(), ..env.context() },
+            env.services(),
+            Arc::default(),
+            Claim::new(Arc::from("other"), roster.clone()),
+            SharedPolicy::default(),
+        );
+        other.reconcile(&key).await.unwrap();
+        assert_eq!(other_cloud.take_calls(), Vec::<String>::new(), "the named provider is not asked");
+        assert!(api.get_opt("web").await.unwrap().is_some(), "nor does it let the Service go");
+
+        env.cloud.take_calls();
+        let claim = Claim::new(Arc::from("test"), roster);
+        let owner = ServiceSync::new(env.context(), env.services(), memory, claim, SharedPolicy::default());
+        owner.reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), ["get default/web", "ensure-deleted default/web"]);
+        assert!(api.get_opt("web").await.unwrap().is_none(), "the recorded provider let it go");
     }
 
     #[tokio::test]
