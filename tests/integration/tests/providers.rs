@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -104,7 +104,8 @@ impl Setup {
     }
 
     /// Starts `wasm-ccm run` on the providers file, its log in `wasm-ccm.log`,
-    /// and waits until it is ready.
+    /// and waits until it is ready. The file's paths may lead into the
+    /// test's directory and the built components'.
     async fn run(&self) -> Process {
         let path = |file: &str| self.path(file).display().to_string();
         let args: Vec<String> = [
@@ -113,6 +114,10 @@ impl Setup {
             &path("kubeconfig"),
             "--providers-config",
             &path("providers.json"),
+            "--providers-root",
+            &self.dir.path().display().to_string(),
+            "--providers-root",
+            &repository().join("target/wasm").display().to_string(),
             "--provider-poll-interval",
             &format!("{}ms", POLL.as_millis()),
             "--controllers",
@@ -364,6 +369,74 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
     setup.wait_ingress("b-web-2", |ingress| ingress.starts_with(B.prefix)).await;
     assert!(setup.load_balancer(B.name, "b-web").is_some());
     assert_eq!(setup.service("b-web")["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
+}
+
+/// Writes `files` as kubelet writes a mounted Secret or ConfigMap: into a
+/// fresh directory, then swaps the `..data` link to it in one rename.
+fn publish(dir: &Path, version: usize, files: &[(&str, &[u8])]) {
+    let versioned = dir.join(format!("..v{version}"));
+    std::fs::create_dir_all(&versioned).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(versioned.join(name), bytes).unwrap();
+        let link = dir.join(name);
+        if !link.exists() {
+            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
+        }
+    }
+    let staged = dir.join("..data_tmp");
+    std::os::unix::fs::symlink(format!("..v{version}"), &staged).unwrap();
+    std::fs::rename(&staged, dir.join("..data")).unwrap();
+}
+
+#[tokio::test]
+async fn the_file_s_paths_stay_beneath_the_roots_and_a_secret_volume_reloads() {
+    let mut setup = Setup::start().await;
+    let mut a = setup.fake(&A).await;
+    let cloud = setup.clouds[A.name].url();
+    let secret = setup.path("vendor-a-secret");
+    let config = |pool: &str| json!({"cloud": cloud, "loadBalancerPool": [pool]}).to_string();
+    publish(&secret, 1, &[("cloud.json", config(A.pool).as_bytes())]);
+    a["cloudConfig"] = json!(secret.join("cloud.json"));
+    setup.write(&[&a]);
+    let _process = setup.run().await;
+    setup.create(vec![service("a-web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("a-web", |ingress| ingress.starts_with(A.prefix)).await;
+
+    // The Secret volume's configuration changes: vendor-a is re-initialised
+    // with it.
+    publish(&secret, 2, &[("cloud.json", config("192.0.2.0/24").as_bytes())]);
+    setup.create(vec![service("a-web-2", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("a-web-2", |ingress| ingress.starts_with("192.0.2.")).await;
+
+    // Whoever edits the providers file adds a provider reading files of the
+    // pod: each file is refused whole, and vendor-a keeps serving.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("secret"), "not for the guest").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("secret"), setup.path("escape.json")).unwrap();
+    let dot_dot = format!("{}/../../../etc/os-release", secret.display());
+    let token = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let attacks = [
+        ("credentials", token.to_owned(), "the ServiceAccount directory are never read"),
+        ("cloudConfig", format!("{token}/token"), "the ServiceAccount directory are never read"),
+        ("cloudConfig", "/dev/zero".to_owned(), "/proc, /dev, /sys"),
+        ("cloudConfig", dot_dot, "absolute and has no `..`"),
+        ("cloudConfig", setup.path("escape.json").display().to_string(), "resolves out of its root"),
+        ("caFile", "/etc/os-release".to_owned(), "beneath none of the directories"),
+    ];
+    for (number, (field, path, refusal)) in attacks.into_iter().enumerate() {
+        let mut evil = setup.fake(&B).await;
+        evil["name"] = json!(format!("evil-{number}"));
+        evil[field] = json!(path);
+        setup.write(&[&a, &evil]);
+        let refused =
+            setup.wait_event("ProviderRejected", Some("wasm-ccm-0"), &format!("evil-{number}: {field}")).await;
+        let note = refused.note.unwrap_or_default();
+        assert!(note.contains(refusal), "{field} {path}: {note}");
+    }
+    setup.create(vec![service("a-web-3", Some(A.classes[1]), &[])]).await;
+    setup.wait_ingress("a-web-3", |ingress| ingress.starts_with("192.0.2.")).await;
+    let (_, providers) = http_get(SocketAddr::from(([127, 0, 0, 1], setup.port)), "/providers").await.unwrap();
+    assert!(!providers.contains("evil-"), "no refused provider runs: {providers}");
 }
 
 /// Good Services per measurement.
