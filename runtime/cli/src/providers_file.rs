@@ -442,9 +442,15 @@ providers:
         {
             assert!(problem.contains(field), "{field}: {problem}");
         }
-        let narrowing = br#"{"providers": [{"name": "a", "source": "oci://registry.example/a:v1", "nodes": true,
-            "minimumVersion": "2.1.0"}]}"#;
-        let planned = plan(narrowing, &defaults).unwrap_or_else(|err| panic!("{err}"));
+        std::fs::create_dir(dir.path().join("credentials")).unwrap();
+        std::fs::write(dir.path().join("credentials/token"), "t0ken-value").unwrap();
+        let narrowing = format!(
+            r#"{{"providers": [{{"name": "a", "source": "oci://registry.example/a:v1", "nodes": true,
+                "minimumVersion": "2.1.0", "credentials": "{}"}}]}}"#,
+            dir.path().join("credentials").display()
+        );
+        let planned = plan(narrowing.as_bytes(), &defaults).unwrap_or_else(|err| panic!("{err}"));
+        assert!(planned[0].template.credentials.is_sealed("token"), "the trusted seal stays");
         let source = planned[0].source.as_ref().unwrap();
         assert!(source.verification.public_key.is_some(), "the trusted key is required");
         assert_eq!(source.minimum_version, Some(semver::Version::new(2, 1, 0)));

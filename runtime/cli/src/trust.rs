@@ -52,6 +52,12 @@ pub struct TrustFile {
     providers: BTreeMap<String, Trust>,
 }
 
+impl std::fmt::Debug for TrustFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.providers.keys()).finish()
+    }
+}
+
 impl TrustFile {
     /// Reads the trust file at `path` (YAML or JSON, keyed by provider
     /// name), and the keys it names.
