@@ -59,7 +59,8 @@ impl fmt::Display for Mib {
     }
 }
 
-/// One root: as the operator wrote it, and resolved.
+/// One root: as the operator wrote it, and resolved; a path beneath either
+/// is beneath it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Root {
     given: PathBuf,
@@ -86,9 +87,6 @@ impl Confinement {
         let roots = roots
             .iter()
             .map(|given| {
-                if !is_plain(given) {
-                    return Err((given.clone(), FileError::NotPlain));
-                }
                 let resolved = std::fs::canonicalize(given).map_err(|err| (given.clone(), FileError::Io(err)))?;
                 Ok(Root { given: given.clone(), resolved })
             })
@@ -117,7 +115,8 @@ impl Confinement {
         if never(path) {
             return Err(FileError::Never);
         }
-        let Some(root) = roots.iter().find(|root| path.starts_with(&root.given)) else {
+        let Some(root) = roots.iter().find(|root| path.starts_with(&root.given) || path.starts_with(&root.resolved))
+        else {
             let roots = roots.iter().map(|root| root.given.display().to_string()).collect::<Vec<_>>();
             let roots = if roots.is_empty() { "none".to_owned() } else { roots.join(", ") };
             return Err(FileError::Outside { roots });
