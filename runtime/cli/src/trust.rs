@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(vendor_a.sealed_credentials.len(), 1);
         assert!(trust.of("vendor-b").public_key.is_none(), "a provider not named is trusted with nothing");
         std::fs::write(&file, "vendor-a: {publicKey: /nowhere.pub}").unwrap();
-        let err = format!("{:#}", TrustFile::read(&file).err().expect("refused"));
+        let err = format!("{:#}", TrustFile::read(&file).expect_err("refused"));
         assert!(err.contains("provider vendor-a: cannot read publicKey /nowhere.pub"), "{err}");
     }
 }
