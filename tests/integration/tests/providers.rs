@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -20,7 +20,7 @@ use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_distribution::sha256_digest;
 use wasm_ccm_fake_cloud::{FakeCloud, Object};
 use wasm_ccm_tests::process::{Process, free_port, http_get};
-use wasm_ccm_tests::repository;
+use wasm_ccm_tests::{publish, repository};
 
 /// How often the binary polls the providers file.
 const POLL: Duration = Duration::from_millis(300);
@@ -376,23 +376,6 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
     setup.wait_ingress("b-web-2", |ingress| ingress.starts_with(B.prefix)).await;
     assert!(setup.load_balancer(B.name, "b-web").is_some());
     assert_eq!(setup.service("b-web")["metadata"]["annotations"][PROVIDER_ANNOTATION], B.name);
-}
-
-/// Writes `files` as kubelet writes a mounted Secret or ConfigMap: into a
-/// fresh directory, then swaps the `..data` link to it in one rename.
-fn publish(dir: &Path, version: usize, files: &[(&str, &[u8])]) {
-    let versioned = dir.join(format!("..v{version}"));
-    std::fs::create_dir_all(&versioned).unwrap();
-    for (name, bytes) in files {
-        std::fs::write(versioned.join(name), bytes).unwrap();
-        let link = dir.join(name);
-        if !link.exists() {
-            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
-        }
-    }
-    let staged = dir.join("..data_tmp");
-    std::os::unix::fs::symlink(format!("..v{version}"), &staged).unwrap();
-    std::fs::rename(&staged, dir.join("..data")).unwrap();
 }
 
 #[tokio::test]

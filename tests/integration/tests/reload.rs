@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -29,9 +29,9 @@ use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_distribution::{SigningKey, push, push_version, sha256_digest, sign, sign_bytes};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_tests::guest;
 use wasm_ccm_tests::process::{Process, free_port, http_get};
 use wasm_ccm_tests::registry::Registry;
+use wasm_ccm_tests::{guest, publish};
 
 /// How often the binary polls its source in these tests.
 const POLL: Duration = Duration::from_millis(300);
@@ -639,23 +639,6 @@ async fn an_oci_provider_that_cannot_be_pulled_at_start_is_fatal() {
     let mut process = Process::start(&args, &[]);
     let status = process.wait(PATIENCE).await.expect("wasm-ccm exits");
     assert!(!status.success());
-}
-
-/// Writes `files` as kubelet writes a mounted ConfigMap: into a fresh
-/// directory, then swaps the `..data` link to it in one rename.
-fn publish(dir: &Path, version: usize, files: &[(&str, &[u8])]) {
-    let versioned = dir.join(format!("..v{version}"));
-    std::fs::create_dir(&versioned).unwrap();
-    for (name, bytes) in files {
-        std::fs::write(versioned.join(name), bytes).unwrap();
-        let link = dir.join(name);
-        if !link.exists() {
-            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
-        }
-    }
-    let staged = dir.join("..data_tmp");
-    std::os::unix::fs::symlink(format!("..v{version}"), &staged).unwrap();
-    std::fs::rename(&staged, dir.join("..data")).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
