@@ -11,7 +11,7 @@ use wasm_ccm_cloud::{Cloud, Parts};
 use wasm_ccm_controllers::{Member, Members, Serves};
 use wasm_ccm_host::{Engine, ProviderHandle};
 use wasm_ccm_reload::{
-    Candidate, Location, Observers, Reloader, Reporter, Source, config_map_reference, own_pod_reference,
+    Candidate, Location, Observers, Reloader, Reporter, Source, SourceSettings, config_map_reference, own_pod_reference,
 };
 
 use crate::providers_file::{FileDefaults, PlannedProvider, ProviderEntry, plan};
@@ -266,6 +266,9 @@ async fn load(
     into: Option<ProviderHandle>,
     stop: &CancellationToken,
 ) -> anyhow::Result<(PlannedProvider, ProviderHandle, CancellationToken)> {
+    if let Some(settings) = &mut planned.source {
+        raise_to_recorded(context, &planned.template.name, settings).await?;
+    }
     let (source, regarding, poll_interval) = match &planned.source {
         Some(settings) => {
             let regarding = match &settings.location {
@@ -305,6 +308,21 @@ async fn load(
     let token = stop.child_token();
     tokio::spawn(reloader.run(token.clone()));
     Ok((planned, handle, token))
+}
+
+/// Raises the minimum version of a provider under roll-back protection to
+/// the highest version of it accepted before, as the cluster recorded it.
+async fn raise_to_recorded(context: &LoadContext, name: &str, settings: &mut SourceSettings) -> anyhow::Result<()> {
+    let (Some(minimum), Some(record)) = (&settings.minimum_version, &context.observers.versions) else {
+        return Ok(());
+    };
+    if let Some(recorded) = record.highest(name).await?
+        && recorded > *minimum
+    {
+        tracing::info!(provider = name, %recorded, "the provider's minimum version is the highest one accepted before");
+        settings.minimum_version = Some(recorded);
+    }
+    Ok(())
 }
 
 /// What of `serves` a provider supporting `parts` can serve; each part

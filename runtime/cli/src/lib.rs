@@ -23,6 +23,7 @@ mod providers_view;
 mod registry_args;
 mod run;
 mod signals;
+mod trust;
 mod upstream_args;
 
 pub use args::{Args, Command, ProviderCommand};

@@ -293,6 +293,7 @@ pub async fn local(args: LocalArgs) -> anyhow::Result<()> {
         leader: None,
         shutdown_grace: Duration::from_secs(10),
         engine: EngineSettings { compiler: crate::compile_worker::compiler()?, ..EngineSettings::default() },
+        version_record: None,
     };
     let stop = CancellationToken::new();
     signals::stop_on_signal(stop.clone())?;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytesize::ByteSize;
-use wasm_ccm_host::{AllowList, Credentials, Limits, ProviderSpec, Seal};
+use wasm_ccm_host::{AllowList, Confinement, Credentials, Limits, MAX_INPUT_FILE, ProviderSpec, Seal};
 use wasm_ccm_reload::{InputFiles, Location};
 
 /// Which provider, its configuration, credentials and limits.
@@ -66,6 +66,15 @@ pub struct SandboxArgs {
     /// cores (`1`, `0.5`) or thousandths of one (`250m`).
     #[arg(long = "provider-cpu", value_name = "CORES", default_value = "1", value_parser = cpu_millicores)]
     pub cpu: NonZeroU32,
+    /// Which paths the configuration and certificate authorities may be
+    /// read from: anywhere for flags, beneath `--providers-root` for a
+    /// providers file.
+    #[arg(skip)]
+    pub confinement: Confinement,
+    /// Which paths the credentials directory may be read from: the same,
+    /// but anywhere for a directory the trust file gives.
+    #[arg(skip)]
+    pub credentials_confinement: Confinement,
 }
 
 impl ProviderArgs {
@@ -91,7 +100,8 @@ impl ProviderArgs {
         let Location::File(path) = self.location()? else {
             anyhow::bail!("--provider must be a file here, not {}", self.provider);
         };
-        let wasm = std::fs::read(&path).with_context(|| format!("cannot read the provider {}", path.display()))?;
+        let wasm = wasm_ccm_host::files::read(&path, wasm_ccm_distribution::DEFAULT_MAX_SIZE)
+            .with_context(|| format!("cannot read the provider {}", path.display()))?;
         Ok(ProviderSpec { wasm: wasm.into(), ..self.template(name, cluster_name)? })
     }
 
@@ -111,11 +121,14 @@ impl SandboxArgs {
             config: self.cloud_config.clone(),
             credentials: self.credentials.clone(),
             sealed: self.sealed_credentials.clone(),
+            confinement: self.confinement.clone(),
+            credentials_confinement: self.credentials_confinement.clone(),
         }
     }
 
     /// A spec without the component: the configuration, credentials,
-    /// allow-list and limits, checked and read.
+    /// allow-list and limits, checked and read (each file at most
+    /// [`MAX_INPUT_FILE`], within the confinement).
     ///
     /// # Errors
     /// When a file cannot be read or a flag is invalid.
@@ -127,13 +140,14 @@ impl SandboxArgs {
             anyhow::bail!("--provider-deadline must be longer than zero");
         }
         let config = match &self.cloud_config {
-            Some(path) => {
-                std::fs::read(path).with_context(|| format!("cannot read --cloud-config {}", path.display()))?
-            }
+            Some(path) => self
+                .confinement
+                .read(path, MAX_INPUT_FILE)
+                .with_context(|| format!("cannot read --cloud-config {}", path.display()))?,
             None => Vec::new(),
         };
         let credentials = match &self.credentials {
-            Some(dir) => Credentials::from_dir(dir)?,
+            Some(dir) => Credentials::from_dir(dir, &self.credentials_confinement)?,
             None => Credentials::default(),
         }
         .seal(self.sealed_credentials.clone())?;
@@ -148,7 +162,8 @@ impl SandboxArgs {
         };
         let trusted_certificates = match &self.ca_file {
             Some(path) => Some(
-                std::fs::read(path)
+                self.confinement
+                    .read(path, MAX_INPUT_FILE)
                     .with_context(|| format!("cannot read --provider-ca-file {}", path.display()))?
                     .into(),
             ),
@@ -196,6 +211,19 @@ mod tests {
         for bad in ["0", "0m", "-1", "lots", "NaN"] {
             assert!(cpu_millicores(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_endless_configuration_file_fails_clearly() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            sandbox: SandboxArgs,
+        }
+        let flags = <Flags as clap::Parser>::try_parse_from(["wasm-ccm", "--cloud-config", "/dev/zero"])
+            .unwrap_or_else(|err| panic!("{err}"));
+        let err = format!("{:#}", flags.sandbox.template("p", "kubernetes").err().expect("refused"));
+        assert_eq!(err, "cannot read --cloud-config /dev/zero: it is larger than 1 MiB, the most read");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use wasm_ccm_distribution::{PublicKey, RegistryOptions, Verification};
+use wasm_ccm_host::{Confinement, MAX_INPUT_FILE};
 use wasm_ccm_reload::{DEFAULT_POLL_INTERVAL, Location, SourceSettings};
 
 use crate::registry_args::RegistryArgs;
@@ -40,6 +41,11 @@ pub struct SourceArgs {
     /// How to reach an OCI provider's registry.
     #[command(flatten)]
     pub registry: RegistryArgs,
+    /// Which paths a file provider, its signature and the key may be read
+    /// from: anywhere for flags, beneath `--providers-root` for a
+    /// providers file.
+    #[arg(skip)]
+    pub confinement: Confinement,
 }
 
 impl Default for SourceArgs {
@@ -51,6 +57,7 @@ impl Default for SourceArgs {
             poll_interval: DEFAULT_POLL_INTERVAL,
             minimum_version: None,
             registry: RegistryArgs::default(),
+            confinement: Confinement::default(),
         }
     }
 }
@@ -62,6 +69,34 @@ impl SourceArgs {
     /// # Errors
     /// When flags do not fit the location, or a file cannot be read.
     pub fn settings(&self, location: Location) -> anyhow::Result<SourceSettings> {
+        self.settings_with_key(location, self.read_public_key()?)
+    }
+
+    /// The key of `--provider-public-key`, read within the confinement.
+    ///
+    /// # Errors
+    /// When it cannot be read or is not a key.
+    pub fn read_public_key(&self) -> anyhow::Result<Option<PublicKey>> {
+        let Some(path) = &self.public_key else { return Ok(None) };
+        let pem = self
+            .confinement
+            .read(path, MAX_INPUT_FILE)
+            .with_context(|| format!("cannot read --provider-public-key {}", path.display()))?;
+        let key = PublicKey::from_pem(&pem)
+            .with_context(|| format!("--provider-public-key {} is not a public key", path.display()))?;
+        Ok(Some(key))
+    }
+
+    /// As [`SourceArgs::settings`], with `public_key` rather than the
+    /// flag's.
+    ///
+    /// # Errors
+    /// When flags do not fit the location, or a file cannot be read.
+    pub fn settings_with_key(
+        &self,
+        location: Location,
+        public_key: Option<PublicKey>,
+    ) -> anyhow::Result<SourceSettings> {
         let oci = matches!(location, Location::Oci(_));
         for (set, flag) in [
             (self.registry.registry_config.is_some(), "--registry-config"),
@@ -77,17 +112,6 @@ impl SourceArgs {
                 "--provider-sha256 {pin:?} is not sha256:<64 lowercase hex digits>"
             );
         }
-        let public_key = match &self.public_key {
-            Some(path) => {
-                let pem = std::fs::read(path)
-                    .with_context(|| format!("cannot read --provider-public-key {}", path.display()))?;
-                Some(
-                    PublicKey::from_pem(&pem)
-                        .with_context(|| format!("--provider-public-key {} is not a public key", path.display()))?,
-                )
-            }
-            None => None,
-        };
         let registry = match &location {
             Location::Oci(reference) => self.registry.options(reference)?,
             _ => RegistryOptions::default(),
@@ -99,6 +123,7 @@ impl SourceArgs {
             registry,
             poll_interval: self.poll_interval,
             minimum_version: self.minimum_version.clone(),
+            confinement: self.confinement.clone(),
         };
         let flag = if self.minimum_version.is_some() { "--provider-minimum-version" } else { "--provider-signature" };
         settings.check().map_err(|err| anyhow::anyhow!("{err}").context(flag))?;

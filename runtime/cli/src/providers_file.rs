@@ -13,12 +13,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::Selector;
 use serde::Deserialize;
 use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
-use wasm_ccm_host::{ProviderSpec, Rate};
+use wasm_ccm_host::{Confinement, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
 use crate::provider_args::{SandboxArgs, cpu_millicores};
 use crate::provider_source::SourceArgs;
 use crate::registry_args::RegistryArgs;
+use crate::trust::{Trust, TrustFile};
 
 /// The file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -174,6 +175,11 @@ pub struct FileDefaults {
     pub poll_interval: Duration,
     /// How registries are reached.
     pub registry: RegistryArgs,
+    /// Where the file's paths may lead (`--providers-root`).
+    pub roots: Confinement,
+    /// What each provider is trusted with (`--provider-trust`), which its
+    /// entry may only narrow.
+    pub trust: TrustFile,
 }
 
 /// Parses `bytes` (YAML, of which JSON is a part) and checks every
@@ -268,6 +274,19 @@ fn plan_one(
     defaults: &FileDefaults,
 ) -> anyhow::Result<(ProviderSpec, SourceSettings, InputFiles)> {
     let location: Location = entry.source.parse().map_err(|err| anyhow::anyhow!("source: {err}"))?;
+    if defaults.roots.is_closed() {
+        let local = matches!(location, Location::File(_)).then_some("source");
+        let named = [
+            ("publicKey", entry.public_key.is_some()),
+            ("signature", entry.signature.is_some()),
+            ("cloudConfig", entry.cloud_config.is_some()),
+            ("credentials", entry.credentials.is_some()),
+            ("caFile", entry.ca_file.is_some()),
+        ];
+        if let Some(field) = local.or_else(|| named.iter().find(|(_, set)| *set).map(|(field, _)| *field)) {
+            anyhow::bail!("{field}: a providers file names files only beneath a --providers-root, and none is set");
+        }
+    }
     let limits = &entry.limits;
     let size = |value: &Option<String>, default: &str, field: &str| -> anyhow::Result<ByteSize> {
         value.as_deref().unwrap_or(default).parse().map_err(|err| anyhow::anyhow!("limits.{field}: {err}"))
@@ -277,10 +296,31 @@ fn plan_one(
         .iter()
         .map(|sealed| sealed.parse().map_err(|err| anyhow::anyhow!("sealedCredentials: {err}")))
         .collect::<anyhow::Result<_>>()?;
+    let minimum_version = match &entry.minimum_version {
+        Some(version) => Some(version.parse().map_err(|err| anyhow::anyhow!("minimumVersion: {err}"))?),
+        None => None,
+    };
+    let confined = SourceArgs {
+        public_key: entry.public_key.clone(),
+        confinement: defaults.roots.clone(),
+        ..SourceArgs::default()
+    };
+    let asked = Trust {
+        public_key: confined.read_public_key()?,
+        minimum_version,
+        sealed_credentials,
+        credentials: entry.credentials.clone(),
+    };
+    let trusted = defaults.trust.of(&entry.name);
+    let credentials_confinement = match trusted.credentials {
+        Some(_) => Confinement::default(),
+        None => defaults.roots.clone(),
+    };
+    let trust = trusted.narrow(asked).map_err(|problems| anyhow::anyhow!("{}", problems.join("; ")))?;
     let sandbox = SandboxArgs {
         cloud_config: entry.cloud_config.clone(),
-        credentials: entry.credentials.clone(),
-        sealed_credentials,
+        credentials: trust.credentials,
+        sealed_credentials: trust.sealed_credentials,
         ca_file: entry.ca_file.clone(),
         allow: entry.allow.clone(),
         deadline: humantime::parse_duration(limits.deadline.as_deref().unwrap_or("30s"))
@@ -290,6 +330,8 @@ fn plan_one(
         max_response: size(&limits.max_response, "16MiB", "maxResponse")?,
         cpu: cpu_millicores(limits.cpu.as_deref().unwrap_or("1"))
             .map_err(|err| anyhow::anyhow!("limits.cpu: {err}"))?,
+        confinement: defaults.roots.clone(),
+        credentials_confinement,
     };
     let mut template = sandbox.template(&entry.name, &defaults.cluster_name)?;
     template.limits.calls = limits.calls_per_second.map(|per_second| Rate { per_second, burst: per_second });
@@ -299,19 +341,16 @@ fn plan_one(
     if limits.http_burst.is_some() && limits.http_requests_per_second.is_none() {
         anyhow::bail!("limits.httpBurst needs limits.httpRequestsPerSecond");
     }
-    let minimum_version = match &entry.minimum_version {
-        Some(version) => Some(version.parse().map_err(|err| anyhow::anyhow!("minimumVersion: {err}"))?),
-        None => None,
-    };
     let source_args = SourceArgs {
         sha256: entry.sha256.clone(),
-        public_key: entry.public_key.clone(),
+        public_key: None,
         signature: entry.signature.clone(),
         poll_interval: defaults.poll_interval,
-        minimum_version,
+        minimum_version: trust.minimum_version,
         registry: defaults.registry.clone(),
+        confinement: defaults.roots.clone(),
     };
-    let source = source_args.settings(location)?;
+    let source = source_args.settings_with_key(location, trust.public_key)?;
     Ok((template, source, sandbox.input_files()))
 }
 
@@ -324,6 +363,8 @@ mod tests {
             cluster_name: "kubernetes".into(),
             poll_interval: Duration::from_secs(30),
             registry: RegistryArgs::default(),
+            roots: Confinement::beneath(&["/".into()]).unwrap(),
+            trust: TrustFile::default(),
         }
     }
 
@@ -416,6 +457,67 @@ providers:
         let bad = b"providers: [{name: a, source: /a.wasm, defaultLoadBalancer: true, namespaces: {matchExpressions: [{key: k, operator: Near}]}}]";
         let Err(InvalidProvidersFile { problems }) = plan(bad, &defaults()) else { panic!("refused") };
         assert!(problems[0].starts_with("provider a: namespaces: "), "{problems:?}");
+    }
+
+    #[test]
+    fn a_file_naming_files_needs_a_root() {
+        let closed = FileDefaults { roots: Confinement::beneath(&[]).unwrap(), ..defaults() };
+        let file = b"providers: [{name: a, source: /a.wasm, nodes: true}]";
+        let err = plan(file, &closed).err().expect("refused").to_string();
+        assert!(
+            err.contains("provider a: source: a providers file names files only beneath a --providers-root"),
+            "{err}"
+        );
+        let file = b"providers: [{name: a, source: configmap:ns/cm/a.wasm, cloudConfig: /etc/a.json, nodes: true}]";
+        let err = plan(file, &closed).err().expect("refused").to_string();
+        assert!(err.contains("provider a: cloudConfig: a providers file names files only beneath"), "{err}");
+        let file = b"providers: [{name: a, source: configmap:ns/cm/a.wasm, nodes: true}]";
+        assert!(plan(file, &closed).is_ok(), "a file naming no file needs no root");
+    }
+
+    #[test]
+    fn a_file_widening_trust_is_refused_field_by_field() {
+        let dir = tempfile::tempdir().unwrap();
+        for key in ["trusted.pub", "other.pub"] {
+            let pem = wasm_ccm_distribution::SigningKey::generate().unwrap().public_key_pem().unwrap();
+            std::fs::write(dir.path().join(key), pem).unwrap();
+        }
+        let trust = dir.path().join("trust.yaml");
+        let text = format!(
+            "a: {{publicKey: {}, minimumVersion: 2.0.0, sealedCredentials: [\"token=bearer@https://api.example\"]}}",
+            dir.path().join("trusted.pub").display()
+        );
+        std::fs::write(&trust, text).unwrap();
+        let defaults = FileDefaults {
+            roots: Confinement::beneath(&[dir.path().to_owned()]).unwrap(),
+            trust: TrustFile::read(&trust).unwrap(),
+            ..defaults()
+        };
+        let file = format!(
+            r#"{{"providers": [{{"name": "a", "source": "oci://registry.example/a:v1", "nodes": true,
+                "publicKey": "{}", "minimumVersion": "1.0.0",
+                "sealedCredentials": ["token=bearer@https://echo.example"]}}]}}"#,
+            dir.path().join("other.pub").display()
+        );
+        let Err(InvalidProvidersFile { problems }) = plan(file.as_bytes(), &defaults) else { panic!("refused") };
+        let [problem] = problems.as_slice() else { panic!("{problems:#?}") };
+        for field in
+            ["publicKey: the trust file sets", "minimumVersion: 1.0.0 is below 2.0.0", "sealedCredentials: token="]
+        {
+            assert!(problem.contains(field), "{field}: {problem}");
+        }
+        std::fs::create_dir(dir.path().join("credentials")).unwrap();
+        std::fs::write(dir.path().join("credentials/token"), "t0ken-value").unwrap();
+        let narrowing = format!(
+            r#"{{"providers": [{{"name": "a", "source": "oci://registry.example/a:v1", "nodes": true,
+                "minimumVersion": "2.1.0", "credentials": "{}"}}]}}"#,
+            dir.path().join("credentials").display()
+        );
+        let planned = plan(narrowing.as_bytes(), &defaults).unwrap_or_else(|err| panic!("{err}"));
+        assert!(planned[0].template.credentials.is_sealed("token"), "the trusted seal stays");
+        let source = planned[0].source.as_ref().unwrap();
+        assert!(source.verification.public_key.is_some(), "the trusted key is required");
+        assert_eq!(source.minimum_version, Some(semver::Version::new(2, 1, 0)));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use anyhow::Context;
 use wasm_ccm_distribution::{Auth, Reference, RegistryOptions};
+use wasm_ccm_host::MAX_INPUT_FILE;
 
 /// A provider component: a file, or an artifact in a registry.
 #[derive(Debug, Clone)]
@@ -59,8 +60,8 @@ impl RegistryArgs {
     pub fn options(&self, reference: &Reference) -> anyhow::Result<RegistryOptions> {
         let mut options = RegistryOptions { plain_http: self.plain_http, ..RegistryOptions::default() };
         if let Some(path) = &self.registry_config {
-            let json =
-                std::fs::read(path).with_context(|| format!("cannot read --registry-config {}", path.display()))?;
+            let json = wasm_ccm_host::files::read(path, MAX_INPUT_FILE)
+                .with_context(|| format!("cannot read --registry-config {}", path.display()))?;
             options.auth = Auth::from_docker_config(&json, reference.registry())
                 .with_context(|| format!("--registry-config {}", path.display()))?;
             if options.auth == Auth::Anonymous {
@@ -73,7 +74,8 @@ impl RegistryArgs {
         }
         if let Some(path) = &self.registry_ca {
             options.extra_ca_pem = Some(
-                std::fs::read(path).with_context(|| format!("cannot read --registry-ca-file {}", path.display()))?,
+                wasm_ccm_host::files::read(path, MAX_INPUT_FILE)
+                    .with_context(|| format!("cannot read --registry-ca-file {}", path.display()))?,
             );
         }
         Ok(options)
@@ -95,12 +97,14 @@ impl RegistryArgs {
     }
 }
 
-/// Reads a component file.
+/// Reads a component file, of at most
+/// [`DEFAULT_MAX_SIZE`](wasm_ccm_distribution::DEFAULT_MAX_SIZE).
 ///
 /// # Errors
-/// When it cannot be read.
+/// When it cannot be read or is larger.
 pub fn read(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    wasm_ccm_host::files::read(path, wasm_ccm_distribution::DEFAULT_MAX_SIZE)
+        .with_context(|| format!("cannot read {}", path.display()))
 }
 
 #[cfg(test)]

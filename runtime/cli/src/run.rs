@@ -15,9 +15,9 @@ use wasm_ccm_controllers::{
     ClientSettings, Clients, ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy,
     Metrics, Serves, Settings, enabled_controllers, names_route,
 };
-use wasm_ccm_host::{Engine, EngineSettings, ProviderSpec};
+use wasm_ccm_host::{Confinement, Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_reload::{
-    InputFiles, Location, Observers, ReloadMetrics, Reporter, Source, SourceSettings, StatusBoard,
+    InputFiles, Location, Observers, ReloadMetrics, Reporter, Source, SourceSettings, StatusBoard, VersionRecord,
     config_map_reference, own_pod_reference,
 };
 
@@ -28,6 +28,7 @@ use crate::provider_source::SourceArgs;
 use crate::providers_file::{FileDefaults, PlannedProvider, ProviderEntry, plan};
 use crate::providers_view::ProvidersView;
 use crate::signals;
+use crate::trust::TrustFile;
 use crate::upstream_args::UpstreamArgs;
 use crate::{ProviderArgs, SandboxArgs};
 
@@ -71,6 +72,18 @@ pub struct RunArgs {
     /// check is refused and the providers serving keep serving.
     #[arg(long, value_name = "FILE|configmap:NS/NAME/KEY")]
     pub providers_config: Option<String>,
+    /// A directory the providers file's paths (`source`, `signature`,
+    /// `publicKey`, `cloudConfig`, `credentials`, `caFile`) may lead into,
+    /// symbolic links resolved; repeated for more. Without one, a providers
+    /// file naming a file is refused.
+    #[arg(long, value_name = "DIR", requires = "providers_config")]
+    pub providers_root: Vec<PathBuf>,
+    /// What each provider of the providers file is trusted with, which the
+    /// providers file may only narrow: a YAML or JSON file keyed by
+    /// provider name (`publicKey`, `minimumVersion`, `sealedCredentials`,
+    /// `credentials`), read at start.
+    #[arg(long, value_name = "FILE", requires = "providers_config")]
+    pub provider_trust: Option<PathBuf>,
     /// The provider's sandbox (with `--provider`).
     #[command(flatten)]
     pub sandbox: SandboxArgs,
@@ -208,10 +221,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 !matches!(location, Location::Oci(_)),
                 "--providers-config is a file or a ConfigMap key, not {location}"
             );
+            let roots = Confinement::beneath(&args.providers_root)
+                .map_err(|(root, err)| anyhow::anyhow!("--providers-root {}: {err}", root.display()))?;
+            let trust = match &args.provider_trust {
+                Some(path) => TrustFile::read(path)?,
+                None => TrustFile::default(),
+            };
             let defaults = FileDefaults {
                 cluster_name: settings.cluster_name.clone(),
                 poll_interval: args.source.poll_interval,
                 registry: args.source.registry.clone(),
+                roots,
+                trust,
             };
             let settings = SourceSettings { poll_interval: args.source.poll_interval, ..SourceSettings::new(location) };
             Providers::File(Box::new(ProvidersFileSetup { settings, defaults }))
@@ -257,6 +278,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             compiler: crate::compile_worker::compiler()?,
             ..EngineSettings::default()
         },
+        version_record: Some((
+            args.leader.leader_elect_resource_namespace.clone(),
+            format!("{}-provider-versions", args.leader.leader_elect_resource_name),
+        )),
     };
     serve(options, stop).await
 }
@@ -326,6 +351,9 @@ pub(crate) struct ManagerOptions {
     pub(crate) leader: Option<LeaderElectionConfig>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) engine: EngineSettings,
+    /// The Lease (`namespace`, `name`) recording the highest version of
+    /// each provider accepted under roll-back protection.
+    pub(crate) version_record: Option<(String, String)>,
 }
 
 /// Serves the admin endpoints, loads the provider and keeps it up to date
@@ -361,7 +389,15 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     let context = LoadContext {
         engine: engine.clone(),
         client: client.clone(),
-        observers: Observers { metrics: reloads, status: providers, reporter: None },
+        observers: Observers {
+            metrics: reloads,
+            status: providers,
+            reporter: None,
+            versions: options
+                .version_record
+                .as_ref()
+                .map(|(namespace, name)| VersionRecord::new(client.clone(), namespace, name)),
+        },
     };
     if own_pod_reference().is_none() {
         tracing::info!(

@@ -27,10 +27,11 @@ use std::str::FromStr;
 use url::Url;
 
 use crate::bindings::credentials;
+use crate::files::{Confinement, FileError, MAX_INPUT_FILE};
 use crate::log::clip;
 
-/// The largest credential accepted, in bytes.
-const MAX_CREDENTIAL: u64 = 1 << 20;
+/// The most a directory's credentials hold together: 4 MiB.
+pub const MAX_CREDENTIALS: u64 = 4 << 20;
 /// How much of a name the provider asked for the host logs.
 const MAX_NAME_LOGGED: usize = 256;
 /// The shortest value a sealed credential may have, in bytes.
@@ -39,28 +40,27 @@ pub const MIN_SEALED: usize = 8;
 /// Why credentials could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialsError {
-    /// The directory or one of its files could not be read.
+    /// The directory or one of its files could not be read; which file is
+    /// not said, as its name is the directory's business.
     #[error("cannot read credentials from {path}: {source}")]
     Read {
-        /// The file or directory.
+        /// The directory.
         path: String,
         /// Why.
         #[source]
-        source: std::io::Error,
+        source: FileError,
     },
-    /// A file is larger than a credential can be.
-    #[error("credential file {path} is larger than {MAX_CREDENTIAL} bytes")]
-    TooLarge {
-        /// The file.
+    /// The directory's files hold more than [`MAX_CREDENTIALS`] together.
+    #[error("the credentials of {path} are larger than 4 MiB together")]
+    TooMuch {
+        /// The directory.
         path: String,
     },
     /// A credential to seal does not exist.
-    #[error("cannot seal the credential {name}: there is no credential of that name (there are: {present})")]
+    #[error("cannot seal the credential {name}: there is no credential of that name")]
     SealUnknown {
         /// The name asked for.
         name: String,
-        /// The names there are, comma-separated.
-        present: String,
     },
     /// A role is not one the host knows.
     #[error("unknown credential role {role:?} (roles: {roles})")]
@@ -277,29 +277,34 @@ impl Credentials {
     }
 
     /// Reads every regular file directly in `dir`, following symbolic links
-    /// as a mounted Secret has them, and skipping names that start with a
-    /// dot (a mounted Secret's `..data` bookkeeping).
+    /// as a mounted Secret has them within `confinement`, and skipping
+    /// names that start with a dot (a mounted Secret's `..data`
+    /// bookkeeping). Each file holds at most [`MAX_INPUT_FILE`] bytes, all
+    /// of them at most [`MAX_CREDENTIALS`].
     ///
     /// # Errors
-    /// When the directory or a file cannot be read, or a file is too large.
-    pub fn from_dir(dir: &Path) -> Result<Self, CredentialsError> {
-        let read_error = |path: &Path, source| CredentialsError::Read { path: path.display().to_string(), source };
-        let mut values = BTreeMap::new();
-        for entry in std::fs::read_dir(dir).map_err(|err| read_error(dir, err))? {
-            let entry = entry.map_err(|err| read_error(dir, err))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
+    /// When the directory or a file cannot be read or is not let through,
+    /// or they are too large.
+    pub fn from_dir(dir: &Path, confinement: &Confinement) -> Result<Self, CredentialsError> {
+        let read_error = |source: FileError| CredentialsError::Read { path: dir.display().to_string(), source };
+        let io_error = |err: std::io::Error| read_error(FileError::Io(err));
+        let resolved = confinement.resolve(dir).map_err(read_error)?;
+        let (mut values, mut total) = (BTreeMap::new(), 0);
+        for entry in std::fs::read_dir(&resolved).map_err(io_error)? {
+            let name = entry.map_err(io_error)?.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') {
                 continue;
             }
-            let metadata = std::fs::metadata(&path).map_err(|err| read_error(&path, err))?;
-            if !metadata.is_file() {
+            let path = dir.join(&name);
+            if !std::fs::metadata(&path).map_err(io_error)?.is_file() {
                 continue;
             }
-            if metadata.len() > MAX_CREDENTIAL {
-                return Err(CredentialsError::TooLarge { path: path.display().to_string() });
+            let value = confinement.read(&path, MAX_INPUT_FILE).map_err(read_error)?;
+            total += value.len() as u64;
+            if total > MAX_CREDENTIALS {
+                return Err(CredentialsError::TooMuch { path: dir.display().to_string() });
             }
-            values.insert(name, std::fs::read(&path).map_err(|err| read_error(&path, err))?);
+            values.insert(name, value);
         }
         Ok(Credentials { values, sealed: BTreeMap::new() })
     }
@@ -314,8 +319,7 @@ impl Credentials {
     pub fn seal(mut self, seals: impl IntoIterator<Item = Seal>) -> Result<Self, CredentialsError> {
         for Seal { name, role, origin } in seals {
             let Some(value) = self.get_text(&name) else {
-                let present = self.values.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
-                return Err(CredentialsError::SealUnknown { name, present });
+                return Err(CredentialsError::SealUnknown { name });
             };
             if value.len() < MIN_SEALED {
                 return Err(CredentialsError::TooShort { name, length: value.len() });
@@ -421,12 +425,38 @@ mod tests {
             std::os::unix::fs::symlink("..data/token", dir.join("token")).unwrap();
         }
         std::fs::create_dir_all(dir.join("nested")).unwrap();
-        let credentials = Credentials::from_dir(&dir).unwrap();
+        let credentials = Credentials::from_dir(&dir, &Confinement::default()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(credentials.names().collect::<Vec<_>>(), ["token"]);
         assert_eq!(credentials.get_text("token").as_deref(), Some("s3cret"));
         assert_eq!(credentials.get("../token"), None);
         assert_eq!(format!("{credentials:?}"), r#"{"token"}"#, "values never reach logs");
+    }
+
+    #[test]
+    fn a_confined_directory_gives_nothing_from_outside_its_root_and_names_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::fs::write(dir.path().join("elsewhere"), b"not yours").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), root.join("secret/hidden-name")).unwrap();
+        let confinement = Confinement::beneath(std::slice::from_ref(&root)).unwrap();
+        let escape = Credentials::from_dir(&root.join("secret"), &confinement).unwrap_err().to_string();
+        assert!(escape.ends_with("secret: it resolves out of its root through a symbolic link"), "{escape}");
+        assert!(!escape.contains("hidden-name"), "{escape}");
+        let token = Path::new("/var/run/secrets/kubernetes.io/serviceaccount");
+        let err = Credentials::from_dir(token, &confinement).unwrap_err().to_string();
+        assert!(err.contains("never read for a provider"), "{err}");
+
+        std::fs::remove_file(root.join("secret/hidden-name")).unwrap();
+        for part in 0..5 {
+            std::fs::write(root.join(format!("secret/part-{part}")), vec![b'x'; 1 << 20]).unwrap();
+        }
+        let err = Credentials::from_dir(&root.join("secret"), &confinement).unwrap_err();
+        assert!(matches!(err, CredentialsError::TooMuch { .. }), "{err}");
+        std::fs::write(root.join("secret/part-0"), vec![b'x'; (1 << 20) + 1]).unwrap();
+        let err = Credentials::from_dir(&root.join("secret"), &Confinement::default()).unwrap_err().to_string();
+        assert!(err.ends_with("secret: it is larger than 1 MiB, the most read"), "{err}");
     }
 
     fn seal(entry: &str) -> Seal {
@@ -502,10 +532,7 @@ mod tests {
     fn sealing_refuses_typos_two_roles_and_short_values() {
         let credentials = || Credentials::from_pairs([("token", "t0ken-value"), ("pin", "1234\n")]);
         let typo = credentials().seal([seal("tokn=bearer@https://a.example")]).unwrap_err();
-        assert_eq!(
-            typo.to_string(),
-            "cannot seal the credential tokn: there is no credential of that name (there are: pin, token)"
-        );
+        assert_eq!(typo.to_string(), "cannot seal the credential tokn: there is no credential of that name");
         let twice = credentials()
             .seal([seal("token=bearer@https://a.example"), seal("token=aws-sigv4-session-token@https://b.example")])
             .unwrap_err();

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasm_ccm_distribution::{Verification, sha256_digest, verify_bytes};
+use wasm_ccm_distribution::{DEFAULT_MAX_SIZE, Verification, sha256_digest, verify_bytes};
+use wasm_ccm_host::{Confinement, MAX_INPUT_FILE};
 
 use crate::{Candidate, SourceError};
 
@@ -27,16 +28,25 @@ pub struct FileSource {
     path: PathBuf,
     signature: Option<PathBuf>,
     verification: Verification,
+    confinement: Confinement,
     interval: Duration,
     seen: Option<Seen>,
     polled: bool,
 }
 
 impl FileSource {
-    /// A source reading `path` (and `signature`, when given) every
-    /// `interval`.
-    pub fn new(path: PathBuf, signature: Option<PathBuf>, verification: Verification, interval: Duration) -> Self {
-        FileSource { path, signature, verification, interval, seen: None, polled: false }
+    /// A source reading `path` (at most
+    /// [`DEFAULT_MAX_SIZE`](wasm_ccm_distribution::DEFAULT_MAX_SIZE)) and
+    /// `signature`, when given (at most [`MAX_INPUT_FILE`]), within
+    /// `confinement`, every `interval`.
+    pub fn new(
+        path: PathBuf,
+        signature: Option<PathBuf>,
+        verification: Verification,
+        confinement: Confinement,
+        interval: Duration,
+    ) -> Self {
+        FileSource { path, signature, verification, confinement, interval, seen: None, polled: false }
     }
 
     /// Where it reads from.
@@ -64,9 +74,9 @@ impl FileSource {
     }
 
     async fn poll(&mut self) -> Result<Option<Candidate>, SourceError> {
-        let wasm = read(&self.path).await?;
+        let wasm = self.read(&self.path, DEFAULT_MAX_SIZE).await?;
         let signature = match &self.signature {
-            Some(path) => Some(read(path).await?),
+            Some(path) => Some(self.read(path, MAX_INPUT_FILE).await?),
             None => None,
         };
         let seen = Seen { wasm: sha256_digest(&wasm), signature: signature.as_deref().map(sha256_digest) };
@@ -80,12 +90,16 @@ impl FileSource {
             Err(source) => Err(SourceError::Verification { origin: self.origin(), digest: Some(digest), source }),
         }
     }
-}
 
-async fn read(path: &Path) -> Result<Vec<u8>, SourceError> {
-    tokio::fs::read(path)
-        .await
-        .map_err(|err| SourceError::Unavailable { origin: path.display().to_string(), reason: err.to_string() })
+    async fn read(&self, path: &Path, cap: u64) -> Result<Vec<u8>, SourceError> {
+        let (path, confinement) = (path.to_owned(), self.confinement.clone());
+        let origin = path.display().to_string();
+        tokio::task::spawn_blocking(move || confinement.read(&path, cap))
+            .await
+            .map_err(|err| err.to_string())
+            .and_then(|read| read.map_err(|err| err.to_string()))
+            .map_err(|reason| SourceError::Unavailable { origin, reason })
+    }
 }
 
 #[cfg(test)]
@@ -102,8 +116,13 @@ mod tests {
         std::fs::write(&wasm, b"v1").unwrap();
         std::fs::write(&signature, sign_bytes(b"v1", &key).unwrap()).unwrap();
         let verification = Verification { pin: None, public_key: Some(key.public_key().unwrap()) };
-        let mut source =
-            FileSource::new(wasm.clone(), Some(signature.clone()), verification, Duration::from_millis(10));
+        let mut source = FileSource::new(
+            wasm.clone(),
+            Some(signature.clone()),
+            verification,
+            Confinement::default(),
+            Duration::from_millis(10),
+        );
 
         let first = source.next().await.unwrap();
         assert_eq!((&*first.wasm, first.digest.as_str()), (&b"v1"[..], sha256_digest(b"v1").as_str()));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasm_ccm_distribution::sha256_digest;
-use wasm_ccm_host::{Credentials, Seal};
+use wasm_ccm_host::{Confinement, Credentials, MAX_INPUT_FILE, Seal};
 
 /// What a provider is initialised with besides its component.
 #[derive(Clone, PartialEq, Eq)]
@@ -41,26 +41,38 @@ pub struct InputFiles {
     /// The credentials only the host may read
     /// (`--provider-sealed-credentials`), sealed again on every read.
     pub sealed: Vec<Seal>,
+    /// Which paths the configuration may be read from: anywhere for the
+    /// operator's flags, beneath its roots for a providers file's.
+    pub confinement: Confinement,
+    /// Which paths the credentials directory may be read from.
+    pub credentials_confinement: Confinement,
 }
 
 impl InputFiles {
-    /// Reads both; what has no file comes from `defaults`.
+    /// Reads both, each capped; what has no file comes from `defaults`.
     ///
     /// # Errors
     /// What could not be read, naming the file.
     pub async fn read(&self, defaults: &Inputs) -> Result<Inputs, String> {
         let config = match &self.config {
-            Some(path) => tokio::fs::read(path)
+            Some(path) => {
+                let (path, confinement) = (path.clone(), self.confinement.clone());
+                tokio::task::spawn_blocking(move || {
+                    confinement
+                        .read(&path, MAX_INPUT_FILE)
+                        .map_err(|err| format!("cannot read the configuration {}: {err}", path.display()))
+                })
                 .await
-                .map_err(|err| format!("cannot read the configuration {}: {err}", path.display()))?
-                .into(),
+                .map_err(|err| format!("cannot read the configuration: {err}"))??
+                .into()
+            }
             None => defaults.config.clone(),
         };
         let credentials = match &self.credentials {
             Some(dir) => {
-                let dir = dir.clone();
+                let (dir, confinement) = (dir.clone(), self.credentials_confinement.clone());
                 let sealed = self.sealed.clone();
-                tokio::task::spawn_blocking(move || Credentials::from_dir(&dir)?.seal(sealed))
+                tokio::task::spawn_blocking(move || Credentials::from_dir(&dir, &confinement)?.seal(sealed))
                     .await
                     .map_err(|err| format!("cannot read the credentials: {err}"))?
                     .map_err(|err| err.to_string())?

@@ -57,6 +57,7 @@ mod reloader;
 mod report;
 mod source;
 mod status;
+mod versions;
 
 pub use candidate::Candidate;
 pub use configmap::ConfigMapSource;
@@ -70,3 +71,4 @@ pub use reloader::{Observers, Reloader};
 pub use report::{REJECTED, RELOADED, Reporter, config_map_reference, own_pod_reference};
 pub use source::{DEFAULT_POLL_INTERVAL, Source, SourceSettings};
 pub use status::{ProviderStatus, Rejection, StatusBoard};
+pub use versions::{RecordError, VERSION_ANNOTATION_PREFIX, VersionRecord};

@@ -13,7 +13,7 @@ use wasm_ccm_cloud::{Cloud, ProviderInfo};
 use wasm_ccm_host::{Credentials, Engine, LoadError, LoadedProvider, ProviderHandle, ProviderSpec};
 
 use crate::status::{ProviderStatus, Rejection, StatusBoard};
-use crate::{Candidate, InputFiles, Inputs, ReloadMetrics, Reporter, Source, SourceError, StartError};
+use crate::{Candidate, InputFiles, Inputs, ReloadMetrics, Reporter, Source, SourceError, StartError, VersionRecord};
 
 /// Who is told about loads, swaps and rejections.
 #[derive(Clone, Default)]
@@ -24,6 +24,9 @@ pub struct Observers {
     pub status: StatusBoard,
     /// Writes events, when there is an object to attach them to.
     pub reporter: Option<Reporter>,
+    /// Keeps the highest version accepted under roll-back protection
+    /// across restarts, when there is a cluster to keep it in.
+    pub versions: Option<VersionRecord>,
 }
 
 /// What a provider is loaded from: the component and its inputs.
@@ -340,6 +343,14 @@ impl Reloader {
         let name = &self.template.name;
         let now = Timestamp::now();
         let (digest, origin, config) = (&self.serving.digest, &self.serving_wasm.origin, &self.serving.config);
+        if let (Some(record), Some(version)) = (&self.observers.versions, &self.serving_wasm.version) {
+            let (record, version, name) = (record.clone(), version.clone(), name.clone());
+            tokio::spawn(async move {
+                if let Err(err) = record.raise(&name, &version).await {
+                    warn!(provider = %name, %version, "{err}; the version is recorded with the next one accepted");
+                }
+            });
+        }
         self.observers.metrics.loaded(name, digest, origin, config, now.as_second());
         let provider_name = self.handle.info().name;
         self.observers.status.update(name, |status| {

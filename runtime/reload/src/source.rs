@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wasm_ccm_distribution::{RegistryOptions, Verification};
+use wasm_ccm_host::Confinement;
 
 use crate::{Candidate, ConfigMapSource, FileSource, Location, OciSource, SourceError};
 
@@ -29,6 +30,8 @@ pub struct SourceSettings {
     /// Roll-back protection for a signed OCI source: the oldest version
     /// accepted; a version older than the one serving is refused too.
     pub minimum_version: Option<semver::Version>,
+    /// Which paths a file source and its signature may be read from.
+    pub confinement: Confinement,
 }
 
 impl SourceSettings {
@@ -42,6 +45,7 @@ impl SourceSettings {
             registry: RegistryOptions::default(),
             poll_interval: DEFAULT_POLL_INTERVAL,
             minimum_version: None,
+            confinement: Confinement::default(),
         }
     }
 
@@ -90,9 +94,13 @@ impl SourceSettings {
         self.check()?;
         let verification = self.verification.clone();
         Ok(match &self.location {
-            Location::File(path) => {
-                Source::File(FileSource::new(path.clone(), self.signature.clone(), verification, self.poll_interval))
-            }
+            Location::File(path) => Source::File(FileSource::new(
+                path.clone(),
+                self.signature.clone(),
+                verification,
+                self.confinement.clone(),
+                self.poll_interval,
+            )),
             Location::Oci(reference) => {
                 let source = OciSource::new(reference.clone(), self.registry.clone(), verification, self.poll_interval);
                 Source::Oci(match &self.minimum_version {

@@ -13,6 +13,7 @@ pub mod process;
 pub mod registry;
 pub mod replicas;
 
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -191,4 +192,22 @@ pub async fn eventually<T>(what: &str, patience: Duration, mut check: impl Async
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Writes `files` into `dir` as kubelet writes a mounted Secret or
+/// ConfigMap: into a fresh directory `..v<version>`, each file a link
+/// `name -> ..data/name`, then swaps the `..data` link to it in one rename.
+pub fn publish(dir: &Path, version: usize, files: &[(&str, &[u8])]) {
+    let versioned = dir.join(format!("..v{version}"));
+    std::fs::create_dir_all(&versioned).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(versioned.join(name), bytes).unwrap();
+        let link = dir.join(name);
+        if !link.exists() {
+            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
+        }
+    }
+    let staged = dir.join("..data_tmp");
+    std::os::unix::fs::symlink(format!("..v{version}"), &staged).unwrap();
+    std::fs::rename(&staged, dir.join("..data")).unwrap();
 }

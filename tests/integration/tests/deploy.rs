@@ -1214,12 +1214,14 @@ async fn the_providers_file_component_runs_two_providers_by_class() {
         .flatten()
         .map(|mount| (mount.mount_path.clone(), root.join(&mount.name)))
         .collect();
-    let file = root.join("providers/providers.yaml");
-    let mut text = std::fs::read_to_string(&file).expect("the providers file is mounted");
-    for (path, dir) in &mounts {
-        text = text.replace(&format!("{path}/"), &format!("{}/", dir.display()));
+    for file in ["providers/providers.yaml", "trust/trust.yaml"] {
+        let file = root.join(file);
+        let mut text = std::fs::read_to_string(&file).expect("the file is mounted");
+        for (path, dir) in &mounts {
+            text = text.replace(&format!("{path}/"), &format!("{}/", dir.display()));
+        }
+        std::fs::write(&file, text).unwrap();
     }
-    std::fs::write(&file, text).unwrap();
 
     let api = ApiServer::start().await.unwrap();
     let replaced = [

@@ -16,10 +16,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use wasm_ccm_distribution::sha256_digest;
 use wasm_ccm_fake_cloud::{FakeCloud, Object};
 use wasm_ccm_tests::backend::{Backend, TestApiServer};
 use wasm_ccm_tests::process::{Process, http_get};
-use wasm_ccm_tests::{ServiceFixture, free_port, guest_path};
+use wasm_ccm_tests::{ServiceFixture, free_port, publish, repository};
 
 /// How often the binary polls the providers file.
 const POLL: Duration = Duration::from_millis(300);
@@ -96,7 +97,7 @@ impl Setup {
         std::fs::write(&config, json!({"cloud": cloud.url(), "loadBalancerPool": [pool]}).to_string()).unwrap();
         let entry = json!({
             "name": name,
-            "source": guest_path("provider-fake"),
+            "source": component("provider-fake"),
             "cloudConfig": config,
             "allow": [cloud.url()],
             "loadBalancerClasses": classes,
@@ -114,7 +115,8 @@ impl Setup {
     }
 
     /// Starts `wasm-ccm run` on the providers file, its log in `wasm-ccm.log`,
-    /// and waits until it is ready.
+    /// and waits until it is ready. The file's paths may lead into the
+    /// test's directory and the built components'.
     async fn run(&self) -> Process {
         self.run_replica(self.port, "wasm-ccm-0", false).await
     }
@@ -130,6 +132,10 @@ impl Setup {
             &path("kubeconfig"),
             "--providers-config",
             &path("providers.json"),
+            "--providers-root",
+            &self.dir.path().display().to_string(),
+            "--providers-root",
+            &components().display().to_string(),
             "--provider-poll-interval",
             &format!("{}ms", POLL.as_millis()),
             "--controllers",
@@ -262,6 +268,19 @@ impl Setup {
 fn first_ingress(service: &Value) -> Option<String> {
     let ingress = &service["status"]["loadBalancer"]["ingress"][0];
     ingress["ip"].as_str().or(ingress["hostname"].as_str()).map(str::to_owned)
+}
+
+/// The path of a component `providers/build.sh` built.
+fn component(crate_name: &str) -> PathBuf {
+    let path = components().join(format!("{}.wasm", crate_name.replace('-', "_")));
+    assert!(path.exists(), "build the guests with providers/build.sh ({} is missing)", path.display());
+    path
+}
+
+/// The directory of the built components, without `..`, as a providers
+/// file's paths are.
+fn components() -> PathBuf {
+    std::fs::canonicalize(repository().join("target/wasm")).expect("build the guests with providers/build.sh")
 }
 
 /// A LoadBalancer Service of `class` with `annotations`.
@@ -418,6 +437,68 @@ async fn an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_addres
     assert!(!log.contains("the provider serves from the providers file"), "the ranges changed without a reload: {log}");
 }
 
+#[tokio::test]
+async fn the_file_s_paths_stay_beneath_the_roots_and_a_secret_volume_reloads() {
+    let mut setup = Setup::start().await;
+    let mut a = setup.fake(&A).await;
+    let cloud = setup.clouds[A.name].url();
+    let secret = setup.path("vendor-a-secret");
+    let config = |pool: &str| json!({"cloud": cloud, "loadBalancerPool": [pool]}).to_string();
+    publish(&secret, 1, &[("cloud.json", config(A.pool).as_bytes())]);
+    a["cloudConfig"] = json!(secret.join("cloud.json"));
+    setup.write(&[&a]);
+    let _process = setup.run().await;
+    setup.create(vec![service("a-web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("a-web", |ingress| ingress.starts_with(A.prefix)).await;
+
+    // The Secret volume's configuration changes: vendor-a is re-initialised
+    // with it.
+    let second = config("192.0.2.0/24");
+    publish(&secret, 2, &[("cloud.json", second.as_bytes())]);
+    let admin = SocketAddr::from(([127, 0, 0, 1], setup.port));
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (_, providers) = http_get(admin, "/providers").await.expect("/providers answers");
+        let providers: Vec<Value> = serde_json::from_str(&providers).expect("JSON");
+        if providers.iter().any(|provider| provider["configDigest"] == sha256_digest(second.as_bytes())) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the new configuration was not loaded: {providers:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    setup.create(vec![service("a-web-2", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("a-web-2", |ingress| ingress.starts_with("192.0.2.")).await;
+
+    // Whoever edits the providers file adds a provider reading files of the
+    // pod: each file is refused whole, and vendor-a keeps serving.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("secret"), "not for the guest").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("secret"), setup.path("escape.json")).unwrap();
+    let dot_dot = format!("{}/../../../etc/os-release", secret.display());
+    let token = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let attacks = [
+        ("credentials", token.to_owned(), "the ServiceAccount directory are never read"),
+        ("cloudConfig", format!("{token}/token"), "the ServiceAccount directory are never read"),
+        ("cloudConfig", "/dev/zero".to_owned(), "/proc, /dev, /sys"),
+        ("cloudConfig", dot_dot, "absolute and has no `..`"),
+        ("cloudConfig", setup.path("escape.json").display().to_string(), "resolves out of its root"),
+        ("caFile", "/etc/os-release".to_owned(), "beneath none of the directories"),
+    ];
+    for (number, (field, path, refusal)) in attacks.into_iter().enumerate() {
+        let mut evil = setup.fake(&B).await;
+        evil["name"] = json!(format!("evil-{number}"));
+        evil[field] = json!(path);
+        setup.write(&[&a, &evil]);
+        let refused = setup.wait_event("ProviderRejected", Some("wasm-ccm-0"), &format!("evil-{number}:")).await;
+        let note = refused.note.unwrap_or_default();
+        assert!(note.contains(refusal), "{field} {path}: {note}");
+    }
+    setup.create(vec![service("a-web-3", Some(A.classes[1]), &[])]).await;
+    setup.wait_ingress("a-web-3", |ingress| ingress.starts_with("192.0.2.")).await;
+    let (_, providers) = http_get(admin, "/providers").await.unwrap();
+    assert!(!providers.contains("evil-"), "no refused provider runs: {providers}");
+}
+
 /// Good Services per measurement.
 const GOOD_SERVICES: usize = 200;
 /// Hostile Services per attack.
@@ -457,7 +538,7 @@ async fn a_hostile_provider_does_not_slow_a_good_one_down() {
     // its Services spin, grow memory, and sleep past its deadline.
     let hostile = json!({
         "name": "hostile",
-        "source": guest_path("guest-hostile"),
+        "source": component("guest-hostile"),
         "limits": {"deadline": "2s", "memory": "16MiB", "cpu": "250m"},
         "loadBalancerClasses": ["hostile.example/lb"],
     });

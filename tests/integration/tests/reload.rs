@@ -14,27 +14,31 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_distribution::{SigningKey, push, push_version, sha256_digest, sign, sign_bytes};
+use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::registry::Registry;
-use wasm_ccm_tests::{free_port, guest};
+use wasm_ccm_tests::{free_port, guest, publish};
 
 /// How often the binary polls its source in these tests.
 const POLL: Duration = Duration::from_millis(300);
 /// How long a test waits for something before it fails.
 const PATIENCE: Duration = Duration::from_secs(30);
+/// The environment of every run.
+const ENV: [(&str, &str); 3] = [("POD_NAME", "wasm-ccm-0"), ("POD_NAMESPACE", "kube-system"), ("RUST_LOG", "info")];
 /// The fake provider's built-in pool, as its component holds it.
 const BUILT_IN_POOL: &[u8] = b"192.0.2.0/24";
 
@@ -82,6 +86,23 @@ impl Setup {
     /// Starts `wasm-ccm run` with the provider at `location` and `extra`
     /// flags, and waits until it is ready.
     async fn run(&self, location: &str, extra: &[&str]) -> Process {
+        let mut process = Process::start(crate::binary(), &self.args(location, extra), &ENV);
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = process.wait(Duration::from_millis(10)).await {
+                panic!("wasm-ccm exited with {status}");
+            }
+            if http_get(self.admin(), "/readyz").await.is_some_and(|(status, _)| status == 200) {
+                return process;
+            }
+            assert!(Instant::now() < deadline, "wasm-ccm did not get ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The arguments of `wasm-ccm run` with the provider at `location` and
+    /// `extra` flags.
+    fn args(&self, location: &str, extra: &[&str]) -> Vec<String> {
         let path = |file: &str| self.path(file).display().to_string();
         let mut args: Vec<String> = [
             "run",
@@ -108,22 +129,7 @@ impl Setup {
         .map(|arg| (*arg).to_owned())
         .collect();
         args.extend(extra.iter().map(|arg| (*arg).to_owned()));
-        let mut process = Process::start(
-            crate::binary(),
-            &args,
-            &[("POD_NAME", "wasm-ccm-0"), ("POD_NAMESPACE", "kube-system"), ("RUST_LOG", "info")],
-        );
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = process.wait(Duration::from_millis(10)).await {
-                panic!("wasm-ccm exited with {status}");
-            }
-            if http_get(self.admin(), "/readyz").await.is_some_and(|(status, _)| status == 200) {
-                return process;
-            }
-            assert!(Instant::now() < deadline, "wasm-ccm did not get ready");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        args
     }
 
     fn admin(&self) -> SocketAddr {
@@ -557,6 +563,61 @@ async fn signed_oci_versions_cannot_be_rolled_back() {
     no_failed_calls(&setup).await;
 }
 
+/// Roll-back protection across restarts, on the real kube-apiserver with
+/// deploy/'s RBAC: the highest version accepted is recorded in the Lease
+/// `cloud-controller-manager-provider-versions`, and is the minimum on the
+/// next start; deleting that Lease (the operator) resets it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_does_not_forget_the_highest_version_accepted() {
+    let Some(assets) = Assets::find_or_skip("a_restart_does_not_forget_the_highest_version_accepted").unwrap() else {
+        return;
+    };
+    let plane = ControlPlane::start(&assets, Options::default()).await.expect("the real API server");
+    let setup = Setup::start().await;
+    plane.write_kubeconfig(Identity::CloudControllerManager, &setup.path("kubeconfig")).unwrap();
+    let leases: Api<Lease> = Api::namespaced(plane.client(Identity::Admin).await.unwrap(), "kube-system");
+    let registry = Registry::plain().unwrap();
+    let public_key = setup.path("cosign.pub").display().to_string();
+    let reference = registry.reference("providers/fake:stable").to_string();
+    let flags = ["--registry-plain-http", "--provider-public-key", &public_key, "--provider-minimum-version", "1.0.0"];
+
+    let v2 = fake_with_pool("192.0.3.0/24");
+    push_signed_version(&registry, &v2, "2.0.0", &setup.key).await;
+    let process = setup.run(&reference, &flags).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v2));
+    let record = "cloud-controller-manager-provider-versions";
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let lease = leases.get_opt(record).await.unwrap();
+        let annotations = lease.and_then(|lease| lease.metadata.annotations).unwrap_or_default();
+        if annotations.get("provider-version.wasm-ccm.io/fake").map(String::as_str) == Some("2.0.0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "2.0.0 was not recorded: {annotations:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(process);
+
+    // Whoever can write the tag moves it back to an older signed version,
+    // above the flag's minimum, while wasm-ccm is down: it does not start.
+    let v1 = guest("provider-fake");
+    push_signed_version(&registry, &v1, "1.5.0", &setup.key).await;
+    let log = setup.path("restart.log");
+    let mut restarted = Process::start_logged(crate::binary(), &setup.args(&reference, &flags), &ENV, &log);
+    let status = restarted.wait(PATIENCE).await.expect("wasm-ccm exits");
+    assert!(!status.success());
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("version 1.5.0 is older than 2.0.0, the oldest allowed: a roll-back is refused"),
+        "{logged}"
+    );
+
+    // The operator resets the record by deleting the Lease.
+    leases.delete(record, &Default::default()).await.unwrap();
+    let _process = setup.run(&reference, &flags).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+}
+
 #[tokio::test]
 async fn an_oci_provider_that_cannot_be_pulled_at_start_is_fatal() {
     let setup = Setup::start().await;
@@ -578,23 +639,6 @@ async fn an_oci_provider_that_cannot_be_pulled_at_start_is_fatal() {
     let mut process = Process::start(crate::binary(), &args, &[]);
     let status = process.wait(PATIENCE).await.expect("wasm-ccm exits");
     assert!(!status.success());
-}
-
-/// Writes `files` as kubelet writes a mounted ConfigMap: into a fresh
-/// directory, then swaps the `..data` link to it in one rename.
-fn publish(dir: &Path, version: usize, files: &[(&str, &[u8])]) {
-    let versioned = dir.join(format!("..v{version}"));
-    std::fs::create_dir(&versioned).unwrap();
-    for (name, bytes) in files {
-        std::fs::write(versioned.join(name), bytes).unwrap();
-        let link = dir.join(name);
-        if !link.exists() {
-            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
-        }
-    }
-    let staged = dir.join("..data_tmp");
-    std::os::unix::fs::symlink(format!("..v{version}"), &staged).unwrap();
-    std::fs::rename(&staged, dir.join("..data")).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,0 +1,223 @@
+//! Reading the files a provider is given (its configuration, credentials,
+//! certificate authorities, component, signature and key): every read is
+//! capped, so that a path such as `/dev/zero` fails rather than fills
+//! memory; and a path the operator did not give by flag is confined
+//! beneath the operator's roots ([`Confinement`]).
+//!
+//! Errors never name the path they are about (the caller does, with the
+//! path as it was given), nor any other file, so that whoever wrote a path
+//! learns nothing of a directory's contents from them.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// The largest configuration file, credential, certificate bundle, key or
+/// signature read: 1 MiB, a ConfigMap's or Secret's whole size.
+pub const MAX_INPUT_FILE: u64 = 1 << 20;
+
+/// Where no confined path ever leads, whatever the roots: the kernel's and
+/// devices' pseudo-files, and the pod's own ServiceAccount token.
+const NEVER: [&str; 5] = ["/proc", "/dev", "/sys", "/var/run/secrets/kubernetes.io", "/run/secrets/kubernetes.io"];
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// Opening or reading it failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// It holds more than its cap.
+    #[error("it is larger than {}, the most read", Mib(*.cap))]
+    TooLarge {
+        /// The cap, in bytes.
+        cap: u64,
+    },
+    /// A confined path is relative or climbs with `..`.
+    #[error("a path read for a provider file is absolute and has no `..`")]
+    NotPlain,
+    /// A confined path is beneath none of the roots.
+    #[error("it is beneath none of the directories provider files may be read from ({roots})")]
+    Outside {
+        /// The roots, comma-separated, or `none`.
+        roots: String,
+    },
+    /// A confined path resolves, through a symbolic link, out of its root.
+    #[error("it resolves out of its root through a symbolic link")]
+    Escapes,
+    /// A confined path is or resolves into a directory never read.
+    #[error("/proc, /dev, /sys and the ServiceAccount directory are never read for a provider")]
+    Never,
+}
+
+/// Bytes written as whole MiB.
+struct Mib(u64);
+
+impl fmt::Display for Mib {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} MiB", self.0 >> 20)
+    }
+}
+
+/// One root: as the operator wrote it, and resolved; a path beneath either
+/// is beneath it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Root {
+    given: PathBuf,
+    resolved: PathBuf,
+}
+
+/// Which paths may be read: by default any (a path the operator gave by
+/// flag); [`Confinement::beneath`] some roots (a path of a file the
+/// operator does not own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confinement {
+    /// `None`: anywhere.
+    roots: Option<Arc<[Root]>>,
+}
+
+impl Confinement {
+    /// Only a path beneath one of `roots` (existing directories) that stays
+    /// beneath it once its symbolic links are resolved, and never in
+    /// `/proc`, `/dev`, `/sys` or the ServiceAccount directory.
+    ///
+    /// # Errors
+    /// When a root cannot be resolved; the error names it.
+    pub fn beneath(roots: &[PathBuf]) -> Result<Self, (PathBuf, FileError)> {
+        let roots = roots
+            .iter()
+            .map(|given| {
+                let resolved = std::fs::canonicalize(given).map_err(|err| (given.clone(), FileError::Io(err)))?;
+                Ok(Root { given: given.clone(), resolved })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Confinement { roots: Some(roots.into()) })
+    }
+
+    /// Whether no path at all may be read.
+    pub fn is_closed(&self) -> bool {
+        self.roots.as_ref().is_some_and(|roots| roots.is_empty())
+    }
+
+    /// The path to open for `path`: `path` itself anywhere, otherwise its
+    /// resolved form once it is found beneath a root.
+    ///
+    /// # Errors
+    /// When a confined path is not plain, beneath no root, escapes its root
+    /// or leads where nothing is read; when it cannot be resolved.
+    pub fn resolve(&self, path: &Path) -> Result<PathBuf, FileError> {
+        let Some(roots) = &self.roots else {
+            return Ok(path.to_owned());
+        };
+        if !is_plain(path) {
+            return Err(FileError::NotPlain);
+        }
+        if never(path) {
+            return Err(FileError::Never);
+        }
+        let Some(root) = roots.iter().find(|root| path.starts_with(&root.given) || path.starts_with(&root.resolved))
+        else {
+            let roots = roots.iter().map(|root| root.given.display().to_string()).collect::<Vec<_>>();
+            let roots = if roots.is_empty() { "none".to_owned() } else { roots.join(", ") };
+            return Err(FileError::Outside { roots });
+        };
+        let resolved = std::fs::canonicalize(path)?;
+        if never(&resolved) {
+            return Err(FileError::Never);
+        }
+        if !resolved.starts_with(&root.resolved) {
+            return Err(FileError::Escapes);
+        }
+        Ok(resolved)
+    }
+
+    /// Reads `path` whole, as [`read`] does, once [`Confinement::resolve`]
+    /// lets it through.
+    ///
+    /// # Errors
+    /// As [`Confinement::resolve`] and [`read`].
+    pub fn read(&self, path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
+        read(&self.resolve(path)?, cap)
+    }
+}
+
+/// Reads `path` whole, refusing it as soon as it holds more than `cap`
+/// bytes: at most `cap + 1` bytes are ever held.
+///
+/// # Errors
+/// [`FileError::Io`] when it cannot be read, [`FileError::TooLarge`] when
+/// it is over `cap`.
+pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(FileError::TooLarge { cap });
+    }
+    Ok(bytes)
+}
+
+/// Absolute, and without `..`.
+fn is_plain(path: &Path) -> bool {
+    path.is_absolute() && !path.components().any(|part| part == Component::ParentDir)
+}
+
+fn never(path: &Path) -> bool {
+    NEVER.iter().any(|never| path.starts_with(never))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// A root holding a Secret volume's layout (`key -> ..data/key`,
+    /// `..data -> ..2026_11_25_10_00_00.1`), and a file beside the root.
+    fn layout() -> (tempfile::TempDir, PathBuf, Confinement) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let data = root.join("..2026_11_25_10_00_00.1");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("cloud.json"), b"{}").unwrap();
+        symlink("..2026_11_25_10_00_00.1", root.join("..data")).unwrap();
+        symlink("..data/cloud.json", root.join("cloud.json")).unwrap();
+        std::fs::write(dir.path().join("outside"), b"secret").unwrap();
+        let confinement = Confinement::beneath(std::slice::from_ref(&root)).unwrap();
+        (dir, root, confinement)
+    }
+
+    #[test]
+    fn a_secret_volume_layout_inside_the_root_is_read() {
+        let (_dir, root, confinement) = layout();
+        assert_eq!(confinement.read(&root.join("cloud.json"), MAX_INPUT_FILE).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn confined_paths_stay_beneath_their_root() {
+        let (dir, root, confinement) = layout();
+        symlink(dir.path().join("outside"), root.join("escape")).unwrap();
+        symlink("/var/run/secrets/kubernetes.io/serviceaccount", root.join("token")).unwrap();
+        let refused = |path: PathBuf| confinement.read(&path, MAX_INPUT_FILE).unwrap_err();
+        assert!(matches!(refused(root.join("../outside")), FileError::NotPlain));
+        assert!(matches!(refused("cloud.json".into()), FileError::NotPlain));
+        assert!(matches!(refused(dir.path().join("outside")), FileError::Outside { .. }));
+        assert!(matches!(refused(root.join("escape")), FileError::Escapes));
+        assert!(matches!(refused("/var/run/secrets/kubernetes.io/serviceaccount/token".into()), FileError::Never));
+        assert!(matches!(refused("/dev/zero".into()), FileError::Never));
+        let everything = Confinement::beneath(&["/".into()]).unwrap();
+        for never in ["/proc/self/environ", "/dev/zero", "/sys/kernel/notes"] {
+            assert!(matches!(everything.read(Path::new(never), 1), Err(FileError::Never)), "{never}");
+        }
+        let err = Confinement::beneath(&[]).unwrap().read(&root.join("cloud.json"), 1).unwrap_err();
+        assert_eq!(err.to_string(), "it is beneath none of the directories provider files may be read from (none)");
+    }
+
+    #[test]
+    fn every_read_is_capped() {
+        let err = read(Path::new("/dev/zero"), MAX_INPUT_FILE).unwrap_err();
+        assert_eq!(err.to_string(), "it is larger than 1 MiB, the most read");
+        let (_dir, root, _) = layout();
+        assert!(matches!(read(&root.join("cloud.json"), 1), Err(FileError::TooLarge { cap: 1 })));
+        assert_eq!(read(&root.join("cloud.json"), 2).unwrap(), b"{}");
+    }
+}
