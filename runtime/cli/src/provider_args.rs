@@ -50,22 +50,24 @@ pub struct SandboxArgs {
     /// repeated or comma-separated. Empty: nowhere.
     #[arg(long = "provider-allow", value_name = "URL", value_delimiter = ',')]
     pub allow: Vec<String>,
-    /// How long one provider call may take, host calls included.
-    #[arg(long = "provider-deadline", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
-    pub deadline: Duration,
-    /// The most memory one provider instance may use.
-    #[arg(long = "provider-memory", value_name = "SIZE", default_value = "64MiB")]
-    pub memory: ByteSize,
-    /// Provider calls at once; more wait.
-    #[arg(long = "provider-concurrency", value_name = "N", default_value_t = 64)]
-    pub concurrency: usize,
-    /// The largest HTTP response body the provider may receive.
-    #[arg(long = "provider-max-response", value_name = "SIZE", default_value = "16MiB")]
-    pub max_response: ByteSize,
+    /// How long one provider call may take, host calls included (default:
+    /// 30s).
+    #[arg(long = "provider-deadline", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub deadline: Option<Duration>,
+    /// The most memory one provider instance may use (default: 64MiB).
+    #[arg(long = "provider-memory", value_name = "SIZE")]
+    pub memory: Option<ByteSize>,
+    /// Provider calls at once; more wait (default: 64).
+    #[arg(long = "provider-concurrency", value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// The largest HTTP response body the provider may receive (default:
+    /// 16MiB).
+    #[arg(long = "provider-max-response", value_name = "SIZE")]
+    pub max_response: Option<ByteSize>,
     /// The CPU the provider's guest code may use, all calls together:
-    /// cores (`1`, `0.5`) or thousandths of one (`250m`).
-    #[arg(long = "provider-cpu", value_name = "CORES", default_value = "1", value_parser = cpu_millicores)]
-    pub cpu: NonZeroU32,
+    /// cores (`1`, `0.5`) or thousandths of one (`250m`) (default: 1).
+    #[arg(long = "provider-cpu", value_name = "CORES", value_parser = cpu_millicores)]
+    pub cpu: Option<NonZeroU32>,
     /// Which paths the configuration and certificate authorities may be
     /// read from: anywhere for flags, beneath `--providers-root` for a
     /// providers file.
@@ -133,10 +135,10 @@ impl SandboxArgs {
     /// # Errors
     /// When a file cannot be read or a flag is invalid.
     pub fn template(&self, name: &str, cluster_name: &str) -> anyhow::Result<ProviderSpec> {
-        if self.concurrency == 0 {
+        if self.concurrency == Some(0) {
             anyhow::bail!("--provider-concurrency must be at least 1");
         }
-        if self.deadline.is_zero() {
+        if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
             anyhow::bail!("--provider-deadline must be longer than zero");
         }
         let config = match &self.cloud_config {
@@ -152,13 +154,16 @@ impl SandboxArgs {
         }
         .seal(self.sealed_credentials.clone())?;
         let allow_list = AllowList::parse(&self.allow)?;
+        let defaults = Limits::default();
         let limits = Limits {
-            deadline: self.deadline,
-            memory: self.memory.as_u64(),
-            concurrency: self.concurrency,
-            http_response_body: usize::try_from(self.max_response.as_u64()).unwrap_or(usize::MAX),
-            cpu_millicores: self.cpu,
-            ..Limits::default()
+            deadline: self.deadline.unwrap_or(defaults.deadline),
+            memory: self.memory.map_or(defaults.memory, |memory| memory.as_u64()),
+            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
+            http_response_body: self
+                .max_response
+                .map_or(defaults.http_response_body, |size| usize::try_from(size.as_u64()).unwrap_or(usize::MAX)),
+            cpu_millicores: self.cpu.unwrap_or(defaults.cpu_millicores),
+            ..defaults
         };
         let trusted_certificates = match &self.ca_file {
             Some(path) => Some(

@@ -288,8 +288,9 @@ fn plan_one(
         }
     }
     let limits = &entry.limits;
-    let size = |value: &Option<String>, default: &str, field: &str| -> anyhow::Result<ByteSize> {
-        value.as_deref().unwrap_or(default).parse().map_err(|err| anyhow::anyhow!("limits.{field}: {err}"))
+    let size = |value: &Option<String>, field: &str| -> anyhow::Result<Option<ByteSize>> {
+        let parsed = value.as_deref().map(str::parse::<ByteSize>).transpose();
+        parsed.map_err(|err| anyhow::anyhow!("limits.{field}: {err}"))
     };
     let sealed_credentials = entry
         .sealed_credentials
@@ -323,12 +324,20 @@ fn plan_one(
         sealed_credentials: trust.sealed_credentials,
         ca_file: entry.ca_file.clone(),
         allow: entry.allow.clone(),
-        deadline: humantime::parse_duration(limits.deadline.as_deref().unwrap_or("30s"))
+        deadline: limits
+            .deadline
+            .as_deref()
+            .map(humantime::parse_duration)
+            .transpose()
             .map_err(|err| anyhow::anyhow!("limits.deadline: {err}"))?,
-        memory: size(&limits.memory, "64MiB", "memory")?,
-        concurrency: limits.concurrent_calls.unwrap_or(64),
-        max_response: size(&limits.max_response, "16MiB", "maxResponse")?,
-        cpu: cpu_millicores(limits.cpu.as_deref().unwrap_or("1"))
+        memory: size(&limits.memory, "memory")?,
+        concurrency: limits.concurrent_calls,
+        max_response: size(&limits.max_response, "maxResponse")?,
+        cpu: limits
+            .cpu
+            .as_deref()
+            .map(cpu_millicores)
+            .transpose()
             .map_err(|err| anyhow::anyhow!("limits.cpu: {err}"))?,
         confinement: defaults.roots.clone(),
         credentials_confinement,
