@@ -231,6 +231,7 @@ impl<C: Cloud> ServiceLanes<C> {
         mut providers: watch::Receiver<Members<C>>,
         stop: CancellationToken,
     ) -> Result<(), Stopped> {
+        self.triggers.roster.ownership().release_orphans(&self.services.state()).await;
         let mut tasks = JoinSet::new();
         for (name, lane) in std::mem::take(&mut self.made) {
             self.start(name, lane, &mut tasks, &stop);

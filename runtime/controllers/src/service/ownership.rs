@@ -13,7 +13,7 @@
 //! the controllers start (every replica that leads reads them anew) and kept
 //! in memory, since only the leader writes them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -108,6 +108,29 @@ impl Ownership {
         Ok(())
     }
 
+    /// Removes the records of Services none of `services` (the whole
+    /// cache, once synced) is: Services whose finalizer was taken off by
+    /// hand and that were deleted while no controller manager ran. Each is
+    /// logged, since its load balancer may be left in its provider's cloud,
+    /// as upstream leaves it.
+    pub async fn release_orphans(&self, services: &[Arc<Service>]) {
+        let living: HashSet<&str> = services.iter().filter_map(|service| service.metadata.uid.as_deref()).collect();
+        let orphans: Vec<(String, Arc<str>)> = self
+            .records
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .filter(|(uid, _)| !living.contains(uid.as_str()))
+            .map(|(uid, record)| (uid.clone(), record.provider.clone()))
+            .collect();
+        for (uid, provider) in orphans {
+            tracing::warn!(%uid, %provider, "the Service of an ownership record is gone without its load balancer's delete: its load balancer may be left in the provider's cloud; the record is removed");
+            if let Err(err) = self.release(Some(&uid)).await {
+                tracing::warn!(%uid, "cannot remove the ownership record; trying again at the next start: {err}");
+            }
+        }
+    }
+
     /// Removes the record of the Service of `uid`, if any.
     ///
     /// # Errors
@@ -191,6 +214,23 @@ mod tests {
         let mut service = Service::test(name);
         service.metadata.uid = Some(uid.to_owned());
         service
+    }
+
+    #[tokio::test]
+    async fn records_of_services_gone_while_no_one_ran_are_removed_at_start() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        let stop = CancellationToken::new();
+        let ownership = Ownership::load(client.clone(), "kube-system", &stop).await.unwrap();
+        let provider: Arc<str> = Arc::from("a");
+        let (web, gone) = (service("web", "uid-web"), service("gone", "uid-gone"));
+        ownership.record(&web, &provider).await.unwrap();
+        ownership.record(&gone, &provider).await.unwrap();
+        ownership.release_orphans(&[Arc::new(web)]).await;
+        assert_eq!(ownership.owner("uid-web").as_deref(), Some("a"), "a living Service's record stays");
+        assert_eq!(ownership.owner("uid-gone"), None);
+        let again = Ownership::load(client, "kube-system", &stop).await.unwrap();
+        assert_eq!(again.owner("uid-gone"), None, "removed from the ConfigMap too");
     }
 
     #[tokio::test]
