@@ -406,10 +406,11 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
 /// it is outside the ranges the operator gave vendor-b, and still once the
 /// ranges allow the pool, as another provider's load balancer has it.
 /// Nothing is published, vendor-a's Service keeps its address, and the
-/// ranges changed without reloading vendor-b.
+/// ranges changed without reloading vendor-b. On the real API server.
 #[tokio::test]
 async fn an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_address_is_refused() {
-    let mut setup = Setup::start().await;
+    let mut setup =
+        Setup::start_real("an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_address_is_refused").await;
     const B_ON_A_S_POOL: Vendor = Vendor { pool: A.pool, prefix: A.prefix, ..B };
     let (a, mut b) = (setup.fake(&A).await, setup.fake(&B_ON_A_S_POOL).await);
     b["ingressRanges"] = json!([B.pool, "*.lb.b.example"]);
