@@ -49,3 +49,4 @@ go-checks: guests
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --locked -p wasm-ccm --no-default-features -- -D warnings

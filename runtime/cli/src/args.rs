@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::conformance::ConformanceArgs;
+#[cfg(feature = "local")]
 use crate::local::LocalArgs;
 use crate::logging::LogArgs;
 use crate::provider_call::CallArgs;
@@ -33,10 +34,11 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Run wasm-ccm on an embedded local cluster with the fake provider,
     /// with sample nodes and Services, until Ctrl-C.
+    #[cfg(feature = "local")]
     Local(LocalArgs),
     /// Work with provider components.
     #[command(subcommand)]
-    Provider(ProviderCommand),
+    Provider(Box<ProviderCommand>),
     /// Compile one provider for a parent `wasm-ccm`, from standard input to
     /// standard output, under the limits it sets (not for people).
     #[command(name = "compile-worker", hide = true)]

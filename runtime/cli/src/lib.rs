@@ -8,6 +8,7 @@ mod conformance;
 mod delegation;
 mod fleet;
 mod leader;
+#[cfg(feature = "local")]
 mod local;
 mod logging;
 mod provider_args;
@@ -37,7 +38,10 @@ pub use run::RunArgs;
 /// What the command failed with.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // The local demo prints its own progress; logs would drown it.
+    #[cfg(feature = "local")]
     let quiet = matches!(args.command, Command::Local(_));
+    #[cfg(not(feature = "local"))]
+    let quiet = false;
     logging::init(&args.logging, if quiet { "warn" } else { "info" })?;
     // The HTTP clients and the admin server share one TLS crypto provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -45,14 +49,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match args.command {
             Command::Run(args) => run::run(*args).await,
+            #[cfg(feature = "local")]
             Command::Local(args) => local::local(args).await,
-            Command::Provider(ProviderCommand::Call(call)) => provider_call::call(call).await,
-            Command::Provider(ProviderCommand::Push(args)) => provider_push::push(args).await,
-            Command::Provider(ProviderCommand::Inspect(args)) => provider_inspect::inspect(args).await,
-            Command::Provider(ProviderCommand::Verify(args)) => provider_verify::verify(args).await,
-            Command::Provider(ProviderCommand::Conformance(args)) => conformance::conformance(*args).await,
-            Command::Provider(ProviderCommand::New(args)) => provider_new::new(args),
-            Command::Provider(ProviderCommand::Status(args)) => provider_status::status(args).await,
+            Command::Provider(command) => match *command {
+                ProviderCommand::Call(call) => provider_call::call(call).await,
+                ProviderCommand::Push(args) => provider_push::push(args).await,
+                ProviderCommand::Inspect(args) => provider_inspect::inspect(args).await,
+                ProviderCommand::Verify(args) => provider_verify::verify(args).await,
+                ProviderCommand::Conformance(args) => conformance::conformance(*args).await,
+                ProviderCommand::New(args) => provider_new::new(args),
+                ProviderCommand::Status(args) => provider_status::status(args).await,
+            },
             Command::CompileWorker => anyhow::bail!("{}", compile_worker::RUN_BY_MAIN),
         }
     })

@@ -317,6 +317,7 @@ pub(crate) struct ProviderSetup {
 
 impl ProviderSetup {
     /// The component of `spec`, never reloaded.
+    #[cfg(feature = "local")]
     pub(crate) fn fixed(spec: ProviderSpec) -> Self {
         ProviderSetup {
             template: spec,
