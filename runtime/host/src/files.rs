@@ -132,13 +132,51 @@ impl Confinement {
     }
 
     /// Reads `path` whole, as [`read`] does, once [`Confinement::resolve`]
-    /// lets it through.
+    /// lets it through. A confined path is opened beneath its root's
+    /// directory by the kernel (`openat2` with `RESOLVE_BENEATH`), so that a
+    /// symbolic link swapped in after the path was resolved cannot lead out
+    /// of the root either; where the kernel has no `openat2`, the resolved
+    /// path is opened as it is.
     ///
     /// # Errors
     /// As [`Confinement::resolve`] and [`read`].
     pub fn read(&self, path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
-        read(&self.resolve(path)?, cap)
+        let resolved = self.resolve(path)?;
+        let root = self.roots.as_ref().and_then(|roots| roots.iter().find(|root| resolved.starts_with(&root.resolved)));
+        match root {
+            Some(root) => read_from(open_beneath(&root.resolved, &resolved)?, cap),
+            None => read(&resolved, cap),
+        }
     }
+}
+
+/// Opens `resolved`, a path beneath the directory `root`, through a handle
+/// of `root` with the kernel refusing any step out of it.
+#[cfg(target_os = "linux")]
+fn open_beneath(root: &Path, resolved: &Path) -> Result<std::fs::File, FileError> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+
+    let relative = resolved.strip_prefix(root).map_err(|_| FileError::Escapes)?;
+    let directory = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(std::io::Error::from)?;
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    match rustix::fs::openat2(
+        &directory,
+        relative,
+        flags,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Ok(file) => Ok(std::fs::File::from(file)),
+        Err(rustix::io::Errno::XDEV) => Err(FileError::Escapes),
+        Err(rustix::io::Errno::NOSYS) => Ok(std::fs::File::open(resolved)?),
+        Err(err) => Err(std::io::Error::from(err).into()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_beneath(_root: &Path, resolved: &Path) -> Result<std::fs::File, FileError> {
+    Ok(std::fs::File::open(resolved)?)
 }
 
 /// Reads `path` whole, refusing it as soon as it holds more than `cap`
@@ -148,8 +186,13 @@ impl Confinement {
 /// [`FileError::Io`] when it cannot be read, [`FileError::TooLarge`] when
 /// it is over `cap`.
 pub fn read(path: &Path, cap: u64) -> Result<Vec<u8>, FileError> {
+    read_from(std::fs::File::open(path)?, cap)
+}
+
+/// Reads `file` whole, at most `cap + 1` bytes.
+fn read_from(file: std::fs::File, cap: u64) -> Result<Vec<u8>, FileError> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(FileError::TooLarge { cap });
     }
@@ -210,6 +253,21 @@ mod tests {
         }
         let err = Confinement::beneath(&[]).unwrap().read(&root.join("cloud.json"), 1).unwrap_err();
         assert_eq!(err.to_string(), "it is beneath none of the directories provider files may be read from (none)");
+    }
+
+    /// A link swapped in between resolving the path and opening it, as an
+    /// attacker racing the read would, still cannot lead out of the root.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_link_swapped_in_after_the_path_was_resolved_leads_nowhere() {
+        let (dir, root, _) = layout();
+        let resolved = root.join("..2026_11_25_10_00_00.1/cloud.json");
+        std::fs::remove_file(&resolved).unwrap();
+        symlink(dir.path().join("outside"), &resolved).unwrap();
+        assert!(matches!(open_beneath(&root.canonicalize().unwrap(), &resolved), Err(FileError::Escapes)));
+        std::fs::remove_file(&resolved).unwrap();
+        symlink("../../outside", &resolved).unwrap();
+        assert!(matches!(open_beneath(&root.canonicalize().unwrap(), &resolved), Err(FileError::Escapes)));
     }
 
     #[test]

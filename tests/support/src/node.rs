@@ -95,7 +95,7 @@ impl NodeFixture for Node {
     }
 
     fn deleting(mut self) -> Self {
-        self.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
+        self.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
         self
     }
 }
