@@ -146,33 +146,47 @@ pub fn refused(status: &LoadBalancerStatus, ranges: &IngressRanges, settings: &S
     })
 }
 
-/// The first IP address of `status`, the answer for `service`, that one of
-/// `others` already has: as a cluster IP, or as the ingress of a load
-/// balancer that `ours` does not say is this provider's own (a provider
-/// may share its own addresses between its Services).
-pub fn taken<'a>(
-    status: &LoadBalancerStatus,
-    service: &Service,
-    others: impl IntoIterator<Item = &'a Service>,
-    ours: impl Fn(&Service) -> bool,
-) -> Option<RefusedIngress> {
-    let answered: Vec<(IpAddr, &str)> = addresses(status).collect();
-    if answered.is_empty() {
-        return None;
+/// The IP addresses a provider answered for one Service, parsed once to be
+/// checked against every other Service's.
+pub struct Answer<'a> {
+    addresses: Vec<(IpAddr, &'a str)>,
+}
+
+impl<'a> Answer<'a> {
+    /// The IP addresses of `status` that parse.
+    pub fn new(status: &'a LoadBalancerStatus) -> Self {
+        Answer { addresses: addresses(status).collect() }
     }
-    let uid = service.metadata.uid.as_deref();
-    others.into_iter().filter(|other| other.metadata.uid.as_deref() != uid).find_map(|other| {
-        let (address, as_what) = if let Some(text) = first_shared(&answered, cluster_ips(other)) {
+
+    /// Whether it answers no IP address.
+    pub fn is_empty(&self) -> bool {
+        self.addresses.is_empty()
+    }
+
+    /// The first of the addresses, the answer for `service`, that `other`
+    /// already has: as a cluster IP, or as the ingress of a load balancer
+    /// that `ours` does not say is this provider's own (a provider may
+    /// share its own addresses between its Services).
+    pub fn taken_by(
+        &self,
+        service: &Service,
+        other: &Service,
+        ours: impl Fn(&Service) -> bool,
+    ) -> Option<RefusedIngress> {
+        if self.addresses.is_empty() || other.metadata.uid == service.metadata.uid {
+            return None;
+        }
+        let (address, as_what) = if let Some(text) = first_shared(&self.addresses, cluster_ips(other)) {
             (text, "the cluster IP")
         } else {
             let published = other.status.as_ref().and_then(|status| status.load_balancer.as_ref());
             let published = published.into_iter().flat_map(addresses).map(|(address, _)| address);
-            (first_shared(&answered, published).filter(|_| !ours(other))?, "the load balancer ingress")
+            (first_shared(&self.addresses, published).filter(|_| !ours(other))?, "the load balancer ingress")
         };
         let namespace = other.metadata.namespace.as_deref().unwrap_or_default();
         let name = other.metadata.name.as_deref().unwrap_or_default();
         Some(RefusedIngress { address: address.to_owned(), why: format!("{as_what} of Service {namespace}/{name}") })
-    })
+    }
 }
 
 /// The text of the first of `answered` that is one of `theirs`.
@@ -327,7 +341,10 @@ mod tests {
         let others = [api, theirs, mine];
         let ours = |service: &Service| service.metadata.name.as_deref() == Some("mine");
         let web = published("web", "web", &[]);
-        let answer = |ips: &[&str]| taken(&status(ips), &web, &others, ours);
+        let answer = |ips: &[&str]| {
+            let status = status(ips);
+            others.iter().find_map(|other| Answer::new(&status).taken_by(&web, other, ours))
+        };
         assert_eq!(answer(&["10.0.0.1"]), refusal("10.0.0.1", "the cluster IP of Service default/kubernetes"));
         assert_eq!(
             answer(&["192.0.2.5", "192.0.2.20"]),
@@ -336,6 +353,7 @@ mod tests {
         assert_eq!(answer(&["192.0.2.30"]), None, "the provider may share its own address");
         assert_eq!(answer(&["192.0.2.5"]), None);
         let itself = published("web", "web", &["192.0.2.40"]);
-        assert_eq!(taken(&status(&["192.0.2.40"]), &web, [&itself], |_| false), None, "its own answer");
+        let own = status(&["192.0.2.40"]);
+        assert_eq!(Answer::new(&own).taken_by(&web, &itself, |_| false), None, "its own answer");
     }
 }

@@ -161,8 +161,15 @@ impl<C: Cloud> ServiceSync<C> {
     fn refused(&self, service: &Service, status: &LoadBalancerStatus) -> Option<ingress::RefusedIngress> {
         let settings = &self.ctx.settings;
         self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, settings)).or_else(|| {
-            let services = self.services.state();
-            ingress::taken(status, service, services.iter().map(|other| &**other), |other| self.claim.owns(other))
+            let answer = ingress::Answer::new(status);
+            if answer.is_empty() {
+                return None;
+            }
+            // Looked up in the cache in place: no copy of every Service per
+            // ensure.
+            let ours = |other: &Service| self.claim.owns(other);
+            let taken_by = |other: &Service| answer.taken_by(service, other, ours);
+            self.services.find(|other| taken_by(other).is_some()).and_then(|other| taken_by(&other))
         })
     }
 
