@@ -202,7 +202,6 @@ impl RunArgs {
             node_status_update_frequency: self.node_status_update_frequency,
             route_reconciliation_period: self.route_reconciliation_period,
             load_balancer_resync_period: self.load_balancer_resync_period,
-            ownership_namespace: self.leader.leader_elect_resource_namespace.clone(),
         })
     }
 }

@@ -156,9 +156,6 @@ pub struct Settings {
     /// How often every load balancer is ensured again to repair drift in the
     /// cloud; zero disables it.
     pub load_balancer_resync_period: Duration,
-    /// The namespace of the records of which provider ensured each load
-    /// balancer: the controller manager's own, the leader election's.
-    pub ownership_namespace: String,
 }
 
 impl Default for Settings {
@@ -176,7 +173,6 @@ impl Default for Settings {
             node_status_update_frequency: Duration::from_secs(300),
             route_reconciliation_period: Duration::from_secs(10),
             load_balancer_resync_period: Duration::from_secs(600),
-            ownership_namespace: "kube-system".to_owned(),
         }
     }
 }

@@ -20,9 +20,29 @@ use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
 use crate::serves::Serves;
 use crate::service::claim::{Claim, Roster};
-use crate::service::ownership::Ownership;
+use crate::service::ownership::{OWNER_CONDITION, claim_patch};
 
 pub use wasm_ccm_test_support::{NodeFixture, ServiceFixture};
+
+/// Services recorded as ensured by a provider, as its lane leaves them.
+pub trait OwnedFixture {
+    /// With the status condition recording `provider` as the owner of the
+    /// load balancer.
+    fn recorded_as(self, provider: &str) -> Self;
+}
+
+impl OwnedFixture for Service {
+    fn recorded_as(mut self, provider: &str) -> Self {
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let condition = serde_json::from_value(claim_patch(provider, now)["status"]["conditions"][0].clone())
+            .expect("the record is a condition");
+        let status = self.status.get_or_insert_default();
+        let conditions = status.conditions.get_or_insert_default();
+        conditions.retain(|condition| condition.type_ != OWNER_CONDITION);
+        conditions.push(condition);
+        self
+    }
+}
 
 /// A controller's context on the API server harness and a [`TestCloud`],
 /// with node and Service caches that hold what the test put there.
@@ -39,8 +59,6 @@ pub struct TestEnv {
     node_writer: Mutex<Writer<Node>>,
     services: Store<Service>,
     service_writer: Mutex<Writer<Service>>,
-    /// The ownership records, in `kube-system`.
-    pub ownership: Ownership,
     events: Events,
     recorded: mpsc::Receiver<Pending>,
 }
@@ -53,9 +71,6 @@ impl TestEnv {
         let (node_store, node_writer) = reflector::store();
         let (services, service_writer) = reflector::store();
         let (events, recorded) = Events::recorder();
-        let ownership = Ownership::load(client.clone(), "kube-system", &tokio_util::sync::CancellationToken::new())
-            .await
-            .expect("the records are read");
         TestEnv {
             api,
             client,
@@ -65,16 +80,15 @@ impl TestEnv {
             node_writer: Mutex::new(node_writer),
             services,
             service_writer: Mutex::new(service_writer),
-            ownership,
             events,
             recorded,
         }
     }
 
     /// The service controller's claim for the cloud, provider `test`, the
-    /// only one, serving everything, over the env's ownership records.
+    /// only one, serving everything.
     pub fn claim(&self) -> Claim {
-        let roster = Roster::new(self.ownership.clone(), Writer::default().as_reader());
+        let roster = Roster::new(Writer::default().as_reader());
         roster.set(BTreeMap::from([(Arc::from("test"), Serves::everything())]));
         Claim::new(Arc::from("test"), roster)
     }

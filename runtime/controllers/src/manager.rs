@@ -36,7 +36,6 @@ use crate::runner::Stopped;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
 use crate::service::node_changes::NodeChanges;
-use crate::service::ownership::Ownership;
 use crate::service::policy::LoadBalancerPolicy;
 
 /// Why the controllers cannot start, or stopped.
@@ -232,11 +231,6 @@ impl<C: Cloud> ControllerManager<C> {
         let nodes = NodeCache::new(node_store.clone());
 
         let services = if is_active(ControllerName::Service) {
-            // Read before any Service is seen, which they decide about.
-            let Some(ownership) = Ownership::load(client.clone(), &self.settings.ownership_namespace, &stop).await
-            else {
-                return Ok(());
-            };
             let (service_changes, service_updates) = mpsc::unbounded_channel::<Change<Service>>();
             let (store, watch) = informer(Api::<Service>::all(client.clone()), stop.clone(), move |change| {
                 let _ = service_changes.send(change);
@@ -249,7 +243,7 @@ impl<C: Cloud> ControllerManager<C> {
             tasks.spawn(watch);
             let context = self.context(&nodes, ControllerName::Service, &stop, Serves::load_balancers).await?;
             let members = self.providers.borrow().clone();
-            let lanes = ServiceLanes::new(context, store.clone(), namespaces.clone(), ownership, &members);
+            let lanes = ServiceLanes::new(context, store.clone(), namespaces.clone(), &members);
             tasks.spawn(follow_namespaces(namespace_updates, lanes.triggers()));
             Some((store, namespaces, service_updates, lanes))
         } else {

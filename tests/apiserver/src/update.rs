@@ -19,7 +19,7 @@ use crate::strategy;
 pub(crate) enum Part {
     /// The main resource: everything but `status` when the resource has a status subresource.
     Main,
-    /// The status subresource: `status` only.
+    /// The status subresource: `status` and metadata, not `spec`.
     Status,
 }
 
@@ -102,9 +102,14 @@ fn replace(
         return Err(ApiError::conflict(resource, &key.name, message));
     }
     if part == Part::Status {
-        let status = new.get("status").cloned();
-        new = (**old).clone();
-        set_status(&mut new, status);
+        // The status subresource keeps the object's spec, and takes its
+        // metadata and status: upstream's cloud-controller-manager adds and
+        // removes the Services' load-balancer finalizer this way.
+        let map = new.as_object_mut().expect("objects are JSON maps");
+        match old.get("spec") {
+            Some(spec) => map.insert("spec".into(), spec.clone()),
+            None => map.remove("spec"),
+        };
     } else if resource.status {
         set_status(&mut new, old.get("status").cloned());
     }

@@ -10,7 +10,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 use wasm_ccm_controllers::{
     ControllerManager, ControllerName, Metrics, SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT, enabled_controllers,
-    names_route,
+    names_route, ownership,
 };
 use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::cluster::{NewNode, TestCluster, cloud_taints, fast_settings};
@@ -137,7 +137,18 @@ async fn load_balancer_lifecycle(backend: &Backend) {
     let ip = cluster.ingress("web").await;
     assert!(ip.starts_with("198.51.100."), "{ip}");
     let services = cluster.services();
-    assert!(has_finalizer(&services.get("web").await.unwrap()), "the finalizer comes with the load balancer");
+    let ensured = services.get("web").await.unwrap();
+    assert!(has_finalizer(&ensured), "the finalizer comes with the load balancer");
+    let owner = ownership::recorded(&ensured).map(str::to_owned);
+    assert!(owner.is_some(), "the provider is recorded in the status with the finalizer: {:?}", ensured.status);
+    // The Service's owner cannot write the record: updates of the Service
+    // itself keep its status.
+    let forged = json!({"status": {"conditions": [{
+        "type": ownership::OWNER_CONDITION, "status": "True", "reason": "Ensured", "message": "someone-else",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }]}});
+    services.patch("web", &PatchParams::default(), &Patch::Merge(forged)).await.unwrap();
+    assert_eq!(ownership::recorded(&services.get("web").await.unwrap()).map(str::to_owned), owner);
     assert_eq!(lb_nodes(&cluster, &uid).unwrap(), ["node-a", "node-b"]);
     assert!(cluster.event_count("EnsuringLoadBalancer").await >= 1);
     cluster
@@ -166,6 +177,7 @@ async fn load_balancer_lifecycle(backend: &Backend) {
             (cluster.load_balancer(&uid).is_none() && !has_finalizer(&service) && ingress.is_empty()).then_some(())
         })
         .await;
+    assert_eq!(ownership::recorded(&services.get("web").await.unwrap()), None, "the record goes with the finalizer");
     assert!(cluster.event_count("DeletingLoadBalancer").await >= 1);
     cluster
         .wait("DeletedLoadBalancer", || async { (cluster.event_count("DeletedLoadBalancer").await >= 1).then_some(()) })

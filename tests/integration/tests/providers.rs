@@ -12,10 +12,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
+use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use wasm_ccm_controllers::ownership;
 use wasm_ccm_distribution::sha256_digest;
 use wasm_ccm_fake_cloud::{FakeCloud, Object};
 use wasm_ccm_tests::backend::{Backend, TestApiServer};
@@ -606,14 +607,11 @@ impl Setup {
         }
     }
 
-    /// Every ownership record: Service UID to `PROVIDER/NAMESPACE/NAME`.
-    async fn records(&self) -> BTreeMap<String, String> {
-        let config_maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), "kube-system");
-        let all = config_maps.list(&ListParams::default()).await.unwrap().items;
-        all.into_iter()
-            .filter(|map| map.metadata.name.as_deref().is_some_and(|name| name.starts_with(RECORDS)))
-            .flat_map(|map| map.data.unwrap_or_default())
-            .collect()
+    /// The provider Service `name` of `default` records in its status as
+    /// its load balancer's owner.
+    async fn recorded(&self, name: &str) -> Option<String> {
+        let service = self.services().get(name).await.unwrap();
+        ownership::recorded(&service).map(str::to_owned)
     }
 
     /// Creates namespace `name` with `labels`, or relabels it.
@@ -624,9 +622,6 @@ impl Setup {
         namespaces.patch(name, &params, &Patch::Apply(namespace)).await.unwrap();
     }
 }
-
-/// The ConfigMaps of the ownership records, before their shard.
-const RECORDS: &str = "wasm-ccm-load-balancer-owners-";
 
 /// Two providers, one of `A`'s Services ensured by vendor-a.
 async fn ensured_by_a(test: &str) -> Setup {
@@ -642,7 +637,6 @@ async fn assert_a_deleted_its_own(setup: &Setup) {
     setup.wait_gone("web").await;
     assert!(setup.load_balancers(A.name).is_empty(), "vendor-a deleted its load balancer");
     assert!(setup.clouds[B.name].objects("load-balancers").is_empty(), "vendor-b made or deleted nothing");
-    assert!(setup.records().await.is_empty(), "the record went with the Service");
 }
 
 #[tokio::test]
@@ -651,8 +645,7 @@ async fn an_annotation_flipped_while_running_moves_nothing() {
     let _process = setup.run().await;
     setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
     setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
-    let uid = setup.service("web").await["metadata"]["uid"].as_str().unwrap().to_owned();
-    assert_eq!(setup.records().await[&uid], format!("{}/default/web", A.name), "recorded outside the Service");
+    assert_eq!(setup.recorded("web").await.as_deref(), Some(A.name), "recorded in the Service's status");
 
     setup.annotate("web", B.name).await;
     let event = setup.wait_event("LoadBalancerProviderMismatch", Some("web"), "only vendor-a acts on it").await;
@@ -740,13 +733,9 @@ async fn a_service_ensured_before_records_were_kept_is_adopted_by_the_provider_o
     setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
     process.signal("TERM");
     assert!(process.wait(PATIENCE).await.is_some_and(|status| status.success()));
-    let config_maps: Api<ConfigMap> = Api::namespaced(setup.client.clone(), "kube-system");
-    for map in config_maps.list(&ListParams::default()).await.unwrap().items {
-        let name = map.metadata.name.unwrap_or_default();
-        if name.starts_with(RECORDS) {
-            config_maps.delete(&name, &DeleteParams::default()).await.unwrap();
-        }
-    }
+    let unrecord = json!({"status": {"conditions": [{"type": ownership::OWNER_CONDITION, "$patch": "delete"}]}});
+    setup.services().patch_status("web", &PatchParams::default(), &Patch::Strategic(unrecord)).await.unwrap();
+    assert_eq!(setup.recorded("web").await, None);
     let mut forged = service("forged", Some(A.classes[1]), &[(PROVIDER_ANNOTATION, B.name)]);
     forged.metadata.finalizers = Some(vec!["service.kubernetes.io/load-balancer-cleanup".to_owned()]);
     setup.create(vec![forged]).await;

@@ -3,10 +3,10 @@
 //!
 //! A provider serves some `loadBalancerClass`es and, at most one, Services
 //! without a class, in the namespaces its selector picks (all without one).
-//! The provider that ensures a load balancer is recorded in the controller
-//! manager's own [`Ownership`] records before the first ensure, so that the
-//! load balancer is always deleted by the provider that made it, even after
-//! the Service changed type or class or the process restarted. The
+//! The provider that ensures a load balancer is recorded in the Service's
+//! status (see [`ownership`](super::ownership)) before the first ensure, so
+//! that the load balancer is always deleted by the provider that made it,
+//! even after the Service changed type or class or the process restarted. The
 //! [`PROVIDER_ANNOTATION`] the lane writes with the finalizer says the same
 //! for people to read; the Service's owner can write it too, so it decides
 //! nothing but which provider adopts a Service ensured before records were
@@ -25,7 +25,7 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::ownership::Ownership;
+use super::ownership;
 use super::rules::has_finalizer;
 use crate::serves::Serves;
 
@@ -38,21 +38,19 @@ pub fn annotation(service: &Service) -> Option<&str> {
     service.metadata.annotations.as_ref()?.get(PROVIDER_ANNOTATION).map(String::as_str)
 }
 
-/// The providers configured and what each serves, the namespaces' labels
-/// and the ownership records; the manager keeps it current and every lane
-/// reads it. Clones share it.
+/// The providers configured and what each serves, and the namespaces'
+/// labels; the manager keeps it current and every lane reads it. Clones
+/// share it.
 #[derive(Debug, Clone)]
 pub struct Roster {
     providers: Arc<RwLock<BTreeMap<Arc<str>, Serves>>>,
-    ownership: Ownership,
     namespaces: Store<Namespace>,
 }
 
 impl Roster {
-    /// No providers yet, over `ownership` and the namespaces of
-    /// `namespaces`.
-    pub fn new(ownership: Ownership, namespaces: Store<Namespace>) -> Self {
-        Roster { providers: Arc::default(), ownership, namespaces }
+    /// No providers yet, over the namespaces of `namespaces`.
+    pub fn new(namespaces: Store<Namespace>) -> Self {
+        Roster { providers: Arc::default(), namespaces }
     }
 
     /// Replaces the providers configured.
@@ -62,11 +60,6 @@ impl Roster {
 
     fn read<T>(&self, read: impl FnOnce(&BTreeMap<Arc<str>, Serves>) -> T) -> T {
         read(&self.providers.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
-    }
-
-    /// The ownership records.
-    pub fn ownership(&self) -> &Ownership {
-        &self.ownership
     }
 
     /// Whether `name` is configured.
@@ -104,16 +97,16 @@ impl Roster {
         self.class_provider(service).filter(|(_, in_namespace)| *in_namespace).map(|(name, _)| name)
     }
 
-    /// The provider whose load balancer `service` has: the one recorded
-    /// for its UID. A Service with the finalizer but no record was ensured
+    /// The provider whose load balancer `service` has: the one recorded in
+    /// its status. A Service with the finalizer but no record was ensured
     /// by a version that kept none: it is adopted by the provider serving
     /// its class (Services without a class: the default provider), unless
     /// its annotation names another, which no provider then trusts. A
     /// Service of a class no provider serves is not wasm-ccm's, finalizer
     /// or not.
     pub fn owner(&self, service: &Service) -> Option<Arc<str>> {
-        if let Some(recorded) = service.metadata.uid.as_deref().and_then(|uid| self.ownership.owner(uid)) {
-            return Some(recorded);
+        if let Some(recorded) = ownership::recorded(service) {
+            return Some(Arc::from(recorded));
         }
         if !has_finalizer(service) {
             return None;
@@ -125,10 +118,10 @@ impl Roster {
 
     /// The provider recorded for `service`, when its annotation names
     /// another: the recorded one is the owner.
-    pub fn mismatch<'s>(&self, service: &'s Service) -> Option<(Arc<str>, &'s str)> {
-        let recorded = self.ownership.owner(service.metadata.uid.as_deref()?)?;
+    pub fn mismatch<'s>(&self, service: &'s Service) -> Option<(&'s str, &'s str)> {
+        let recorded = ownership::recorded(service)?;
         let named = annotation(service)?;
-        (named != &*recorded).then_some((recorded, named))
+        (named != recorded).then_some((recorded, named))
     }
 }
 
@@ -167,7 +160,7 @@ impl Claim {
         &self.provider
     }
 
-    /// The providers and records the lane decides by.
+    /// The providers the lane decides by.
     pub fn roster(&self) -> &Roster {
         &self.roster
     }
@@ -198,7 +191,10 @@ impl Claim {
 
     /// Whether `service`'s load balancer is this lane's provider's.
     pub fn owns(&self, service: &Service) -> bool {
-        self.roster.owner(service).is_some_and(|owner| owner == self.provider)
+        match ownership::recorded(service) {
+            Some(recorded) => recorded == &*self.provider,
+            None => self.roster.owner(service).is_some_and(|owner| owner == self.provider),
+        }
     }
 
     /// Whether the lane gives `service` a load balancer.
@@ -221,7 +217,7 @@ mod tests {
     use kube::runtime::watcher;
 
     use super::*;
-    use crate::fixtures::ServiceFixture;
+    use crate::fixtures::{OwnedFixture, ServiceFixture};
 
     fn serving(classes: &[&str], default: bool) -> Serves {
         let load_balancer_classes: BTreeSet<String> = classes.iter().map(|class| (*class).to_owned()).collect();
@@ -229,9 +225,9 @@ mod tests {
     }
 
     /// `a` serves `example.com/a` and Services without a class, `b`
-    /// serves `example.com/b`; records in memory, no namespaces known.
+    /// serves `example.com/b`; no namespaces known.
     fn roster() -> Roster {
-        let roster = Roster::new(Ownership::in_memory(), Writer::default().as_reader());
+        let roster = Roster::new(Writer::default().as_reader());
         roster.set(BTreeMap::from([
             (Arc::from("a"), serving(&["example.com/a"], true)),
             (Arc::from("b"), serving(&["example.com/b"], false)),
@@ -259,9 +255,8 @@ mod tests {
     }
 
     /// Annotated, and recorded as `provider`'s.
-    async fn owned_by(roster: &Roster, service: Service, provider: &str) -> Service {
-        roster.ownership().record(&service, &Arc::from(provider)).await.unwrap();
-        annotated(service, provider)
+    fn owned_by(service: Service, provider: &str) -> Service {
+        annotated(service, provider).recorded_as(provider)
     }
 
     fn deleting(mut service: Service) -> Service {
@@ -281,49 +276,48 @@ mod tests {
         assert_eq!((a.decide(&of_nobody), b.decide(&of_nobody)), (Action::Ignore, Action::Ignore));
     }
 
-    #[tokio::test]
-    async fn a_class_moved_to_another_provider_is_deleted_first_then_ensured() {
+    #[test]
+    fn a_class_moved_to_another_provider_is_deleted_first_then_ensured() {
         let roster = roster();
         let (a, b) = lanes(&roster);
-        let moved = owned_by(&roster, service("web").with_class("example.com/b"), "a").await;
+        let moved = owned_by(service("web").with_class("example.com/b"), "a");
         assert_eq!(a.decide(&moved), Action::Delete, "the owner lets it go");
         assert_eq!(b.decide(&moved), Action::Ignore, "the new provider waits for it");
-        roster.ownership().release(moved.metadata.uid.as_deref()).await.unwrap();
         let let_go = service("web").with_class("example.com/b");
         assert_eq!(b.decide(&let_go), Action::Ensure);
     }
 
-    #[tokio::test]
-    async fn a_removed_provider_s_load_balancer_stays_and_its_class_can_be_taken_over() {
+    #[test]
+    fn a_removed_provider_s_load_balancer_stays_and_its_class_can_be_taken_over() {
         let roster = roster();
         let b = Claim::new("b".into(), roster.clone());
-        let of_gone = owned_by(&roster, service("web").with_class("example.com/b"), "gone").await;
+        let of_gone = owned_by(service("web").with_class("example.com/b"), "gone");
         assert_eq!(b.decide(&of_gone), Action::Ensure, "its owner is not configured: taken over");
-        let of_gone = owned_by(&roster, service("db").with_class("example.com/c"), "gone").await;
+        let of_gone = owned_by(service("db").with_class("example.com/c"), "gone");
         assert_eq!(b.decide(&of_gone), Action::Ignore);
         let a = Claim::new("a".into(), roster.clone());
         roster.set(BTreeMap::from([(Arc::from("a"), serving(&[], true))]));
-        let of_dropped_class = owned_by(&roster, service("api").with_class("example.com/a"), "a").await;
+        let of_dropped_class = owned_by(service("api").with_class("example.com/a"), "a");
         assert_eq!(a.decide(&of_dropped_class), Action::Keep, "no provider serves its class: kept");
     }
 
-    #[tokio::test]
-    async fn the_owner_deletes_when_the_service_goes_or_changes_type() {
+    #[test]
+    fn the_owner_deletes_when_the_service_goes_or_changes_type() {
         let roster = roster();
         let a = Claim::new("a".into(), roster.clone());
-        let cluster_ip = owned_by(&roster, service("web").with_type("ClusterIP"), "a").await;
+        let cluster_ip = owned_by(service("web").with_type("ClusterIP"), "a");
         assert_eq!(a.decide(&cluster_ip), Action::Delete);
-        let going = deleting(owned_by(&roster, service("db").with_class("example.com/a"), "a").await);
+        let going = deleting(owned_by(service("db").with_class("example.com/a"), "a"));
         assert_eq!(a.decide(&going), Action::Delete);
     }
 
     /// The annotation flipped to another provider, by the Service's owner:
     /// the record decides, whether the Service stays or goes.
-    #[tokio::test]
-    async fn an_annotation_naming_another_provider_moves_nothing() {
+    #[test]
+    fn an_annotation_naming_another_provider_moves_nothing() {
         let roster = roster();
         let (a, b) = lanes(&roster);
-        let recorded = owned_by(&roster, service("web").with_class("example.com/a"), "a").await;
+        let recorded = owned_by(service("web").with_class("example.com/a"), "a");
         let flipped = annotated(recorded.clone(), "b");
         assert_eq!((a.decide(&flipped), b.decide(&flipped)), (Action::Ensure, Action::Ignore));
         assert_eq!(roster.mismatch(&flipped).map(|(owner, named)| (owner.to_string(), named)), Some(("a".into(), "b")));
@@ -376,8 +370,8 @@ mod tests {
         writer
     }
 
-    #[tokio::test]
-    async fn a_service_outside_its_provider_s_namespaces_is_not_served_and_an_ensured_one_is_kept() {
+    #[test]
+    fn a_service_outside_its_provider_s_namespaces_is_not_served_and_an_ensured_one_is_kept() {
         for (labels, served) in [(&[("lb", "b")][..], true), (&[("lb", "a")][..], false), (&[][..], false)] {
             let mut roster = roster();
             let writer = in_namespaces(&roster, labels);
@@ -390,7 +384,7 @@ mod tests {
                 roster.class_provider(&fresh).map(|(name, ok)| (name.to_string(), ok)),
                 Some(("b".into(), served))
             );
-            let ensured = owned_by(&roster, service("db").with_class("example.com/b"), "b").await;
+            let ensured = owned_by(service("db").with_class("example.com/b"), "b");
             let expected = if served { Action::Ensure } else { Action::Keep };
             assert_eq!(b.decide(&ensured), expected, "{labels:?}: kept, not deleted");
             assert_eq!(b.decide(&deleting(ensured)), Action::Delete, "and deleted with the Service");

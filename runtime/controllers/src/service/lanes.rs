@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, PROVIDER_ANNOTATION, Roster};
-use super::ownership::Ownership;
 use super::policy::LoadBalancerPolicy;
 use super::{ServiceController, ServiceKey, ServiceTriggers};
 use crate::context::Context;
@@ -166,18 +165,16 @@ pub(crate) struct ServiceLanes<C: Cloud> {
 
 impl<C: Cloud> ServiceLanes<C> {
     /// Lanes for the providers of `members` that serve load balancers,
-    /// made but not running, deciding by `ownership` and the labels of
-    /// `namespaces`.
+    /// made but not running, deciding by the labels of `namespaces`.
     pub(crate) fn new(
         base: Context<C>,
         services: Store<Service>,
         namespaces: Store<Namespace>,
-        ownership: Ownership,
         members: &Members<C>,
     ) -> Self {
         let triggers = LaneTriggers {
             lanes: Arc::default(),
-            roster: Roster::new(ownership, namespaces),
+            roster: Roster::new(namespaces),
             events: base.events.clone(),
             services: services.clone(),
             outside: Arc::default(),
@@ -231,7 +228,6 @@ impl<C: Cloud> ServiceLanes<C> {
         mut providers: watch::Receiver<Members<C>>,
         stop: CancellationToken,
     ) -> Result<(), Stopped> {
-        self.triggers.roster.ownership().release_orphans(&self.services.state()).await;
         let mut tasks = JoinSet::new();
         for (name, lane) in std::mem::take(&mut self.made) {
             self.start(name, lane, &mut tasks, &stop);

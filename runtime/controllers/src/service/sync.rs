@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
@@ -13,11 +14,11 @@ use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::ServiceKey;
-use super::claim::{Action, Claim, PROVIDER_ANNOTATION, annotation};
-use super::ingress;
+use super::claim::{Action, Claim, annotation};
 use super::memory::Memory;
 use super::policy::SharedPolicy;
-use super::rules::{LOAD_BALANCER_FINALIZER, has_finalizer, same_ingress};
+use super::rules::{has_finalizer, same_ingress};
+use super::{ingress, ownership};
 use crate::context::Context;
 use crate::error::Error;
 use crate::runner::{Reconcile, Retry};
@@ -102,8 +103,7 @@ impl<C: Cloud> ServiceSync<C> {
         Ok(())
     }
 
-    /// Upstream's `processLoadBalancerDelete`; then the ownership record
-    /// goes.
+    /// Upstream's `processLoadBalancerDelete`.
     async fn delete_for_gone(&self, service: &Service) -> Result<(), Error> {
         let reference = service.object_ref(&());
         self.ctx.events.normal(reference.clone(), "DeletingLoadBalancer", "Deleting load balancer");
@@ -113,11 +113,11 @@ impl<C: Cloud> ServiceSync<C> {
             return Err(Error::cloud("failed to delete load balancer")(err));
         }
         self.ctx.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
-        self.claim.roster().ownership().release(service.metadata.uid.as_deref()).await
+        Ok(())
     }
 
     /// Upstream's `ensureLoadBalancer`, once the provider is recorded as the
-    /// load balancer's owner. A resync with no change of the
+    /// load balancer's owner with the finalizer. A resync with no change of the
     /// Service writes events only when it finds the load balancer's status
     /// changed, so that a cluster's resyncs do not flood its events.
     async fn ensure(&self, key: &ServiceKey, service: &Arc<Service>) -> Result<(), Error> {
@@ -126,8 +126,9 @@ impl<C: Cloud> ServiceSync<C> {
         if !quiet {
             self.ctx.events.normal(reference.clone(), "EnsuringLoadBalancer", "Ensuring load balancer");
         }
-        self.claim.roster().ownership().record(service, self.claim.provider()).await?;
-        let owned = has_finalizer(service) && annotation(service) == Some(&**self.claim.provider());
+        let provider = Some(&**self.claim.provider());
+        let owned =
+            has_finalizer(service) && ownership::recorded(service) == provider && annotation(service) == provider;
         let service = if owned { service.clone() } else { Arc::new(self.add_finalizer(service).await?) };
         let nodes = self.ctx.nodes.eligible();
         if nodes.is_empty() && !quiet {
@@ -173,8 +174,8 @@ impl<C: Cloud> ServiceSync<C> {
         })
     }
 
-    /// Deletes the load balancer, then lets the Service go, as upstream's
-    /// cleanup, and removes the ownership record. A provider without
+    /// Deletes the load balancer, then lets the Service go with its
+    /// ownership record, as upstream's cleanup. A provider without
     /// `GetLoadBalancer` gets the delete call anyway, and one whose load balancers are implemented elsewhere has
     /// none to delete: upstream fails on both.
     async fn delete(&self, key: &ServiceKey, service: &Service) -> Result<(), Error> {
@@ -193,7 +194,6 @@ impl<C: Cloud> ServiceSync<C> {
             }
         }
         self.remove_finalizer(service).await?;
-        self.claim.roster().ownership().release(service.metadata.uid.as_deref()).await?;
         self.ctx.events.normal(reference, "DeletedLoadBalancer", "Deleted load balancer");
         self.memory.deleted(key);
         // A Service being deleted goes with its finalizer: no status to clear.
@@ -229,29 +229,26 @@ impl<C: Cloud> ServiceSync<C> {
         self.ctx.events.warning(service.object_ref(&()), reason, note);
     }
 
-    /// Adds the finalizer, and the annotation naming this provider as the
-    /// one to delete the load balancer.
+    /// Adds the finalizer and records this provider as the load balancer's
+    /// owner, with the annotation that says so for people, in one patch of
+    /// the status subresource, as upstream adds its finalizer.
     async fn add_finalizer(&self, service: &Service) -> Result<Service, Error> {
-        let provider = self.claim.provider().to_string();
-        let patch = json!({"metadata": {
-            "finalizers": [LOAD_BALANCER_FINALIZER],
-            "annotations": {PROVIDER_ANNOTATION: provider},
-        }});
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let patch = ownership::claim_patch(self.claim.provider(), now);
         self.api(service)
-            .patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch))
+            .patch_status(&name(service), &PatchParams::default(), &Patch::Strategic(patch))
             .await
             .map_err(Error::api("failed to add load balancer cleanup finalizer"))
     }
 
+    /// Removes the finalizer, the ownership record and the annotation, in
+    /// one patch of the status subresource.
     async fn remove_finalizer(&self, service: &Service) -> Result<(), Error> {
-        if !has_finalizer(service) && annotation(service).is_none() {
+        if !has_finalizer(service) && annotation(service).is_none() && ownership::recorded(service).is_none() {
             return Ok(());
         }
-        let patch = json!({"metadata": {
-            "$deleteFromPrimitiveList/finalizers": [LOAD_BALANCER_FINALIZER],
-            "annotations": {PROVIDER_ANNOTATION: null},
-        }});
-        let removed = self.api(service).patch(&name(service), &PatchParams::default(), &Patch::Strategic(patch)).await;
+        let patch = Patch::Strategic(ownership::release_patch());
+        let removed = self.api(service).patch_status(&name(service), &PatchParams::default(), &patch).await;
         match removed.map_err(Error::api("failed to remove load balancer cleanup finalizer")) {
             Err(err) if !err.is_not_found() => Err(err),
             _ => Ok(()),
@@ -299,10 +296,10 @@ mod tests {
     use wasm_ccm_cloud::Function;
 
     use super::*;
-    use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
+    use crate::fixtures::{NodeFixture, OwnedFixture, ServiceFixture, TestCloud, TestEnv};
     use crate::serves::Serves;
+    use crate::service::claim::PROVIDER_ANNOTATION;
     use crate::service::ingress::IngressRanges;
-    use crate::service::ownership::Ownership;
     use crate::service::policy::LoadBalancerPolicy;
 
     fn ingress(service: &Service) -> Option<String> {
@@ -452,7 +449,10 @@ mod tests {
         let key = ObjectRef::from_obj(&created);
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.events(), [], "not recorded as ensured here: not this controller's");
-        env.ownership.record(&created, &Arc::from("test")).await.unwrap();
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        let record = Patch::Strategic(ownership::claim_patch("test", Time(k8s_openapi::jiff::Timestamp::now())));
+        api.patch_status("web", &PatchParams::default(), &record).await.unwrap();
+        env.service("web").await;
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.cloud.take_calls(), Vec::<String>::new(), "no cloud call");
         assert!(has_finalizer(&env.service("web").await), "the finalizer stays");
@@ -461,10 +461,11 @@ mod tests {
         assert!(note.contains("example.com/gone") && note.contains("provider test"), "{note}");
     }
 
-    /// What the records say, read back from the API server.
-    async fn recorded(env: &TestEnv, service: &Service) -> Option<Arc<str>> {
-        let records = Ownership::load(env.client.clone(), "kube-system", &Default::default()).await.unwrap();
-        records.owner(service.metadata.uid.as_deref().unwrap())
+    /// The provider Service `web`'s status records, read back from the API
+    /// server.
+    async fn recorded(env: &TestEnv) -> Option<String> {
+        let service = Api::<Service>::namespaced(env.client.clone(), "default").get("web").await.unwrap();
+        ownership::recorded(&service).map(str::to_owned)
     }
 
     #[tokio::test]
@@ -472,19 +473,37 @@ mod tests {
         let mut env = env().await;
         let memory = Arc::default();
         env.cloud.fail(Function::EnsureLoadBalancer, ProviderError::Cloud("down".into()));
-        let created = env.add_service(Service::test("web")).await;
-        let key = ObjectRef::from_obj(&created);
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
         sync(&env, &memory).reconcile(&key).await.unwrap_err();
-        assert_eq!(recorded(&env, &created).await.as_deref(), Some("test"), "a failed ensure leaves the record");
+        assert_eq!(recorded(&env).await.as_deref(), Some("test"), "a failed ensure leaves the record");
         env.cloud.heal(Function::EnsureLoadBalancer);
+        env.service("web").await;
         sync(&env, &memory).reconcile(&key).await.unwrap();
 
+        let mut cluster_ip = env.service("web").await;
+        cluster_ip.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
         let api = Api::<Service>::namespaced(env.client.clone(), "default");
-        api.delete("web", &Default::default()).await.unwrap();
+        api.replace("web", &Default::default(), &cluster_ip).await.unwrap();
         env.service("web").await;
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.cloud.load_balancer("default/web"), None);
-        assert_eq!(recorded(&env, &created).await, None, "released once the Service was let go");
+        assert_eq!(recorded(&env).await, None, "released with the finalizer");
+    }
+
+    /// The Service's owner can write its metadata and spec, not its status:
+    /// the record is out of reach, whatever the request carries.
+    #[tokio::test]
+    async fn a_tenant_cannot_write_the_record() {
+        let mut env = env().await;
+        let forged = Service::test("web").recorded_as("other");
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.create(&Default::default(), &forged).await.unwrap();
+        assert_eq!(recorded(&env).await, None, "status is cleared on create");
+        let key = ObjectRef::from_obj(&env.service("web").await);
+        sync(&env, &Arc::default()).reconcile(&key).await.unwrap();
+        let record = serde_json::to_value(Service::default().recorded_as("other").status).unwrap();
+        api.patch("web", &PatchParams::default(), &Patch::Merge(json!({"status": record}))).await.unwrap();
+        assert_eq!(recorded(&env).await.as_deref(), Some("test"), "status is kept on update");
     }
 
     /// The Service's owner names another provider in the annotation, then
