@@ -17,7 +17,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum_server::tls_rustls::RustlsConfig;
 use prometheus_client::registry::Registry;
-use wasm_ccm_controllers::{ClientSettings, Readiness};
+use wasm_ccm_controllers::Readiness;
+use wasm_ccm_kube::ClientSettings;
 
 use crate::delegation::{Delegation, DelegationArgs, guard};
 use crate::providers_view::ProvidersView;

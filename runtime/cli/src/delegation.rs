@@ -20,7 +20,7 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use wasm_ccm_controllers::ClientSettings;
+use wasm_ccm_kube::ClientSettings;
 
 /// The most decisions each cache keeps; beyond, expired ones are dropped,
 /// then all, so that clients sending fresh tokens cannot grow it.

@@ -19,9 +19,10 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_apiserver::{ApiServer, Config as ApiServerConfig};
-use wasm_ccm_controllers::{ClientSettings, ControllerName, Settings, UNINITIALIZED_TAINT};
+use wasm_ccm_controllers::{ControllerName, Settings, UNINITIALIZED_TAINT};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{AllowList, Credentials, EngineSettings, Limits, ProviderSpec};
+use wasm_ccm_kube::ClientSettings;
 
 use crate::admin::AdminArgs;
 use crate::run::{ManagerOptions, ProviderSetup, Providers, serve};

@@ -12,10 +12,11 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_controllers::{
-    ClientSettings, Clients, ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy,
-    Metrics, Serves, Settings, enabled_controllers, names_route,
+    ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy, Metrics, Serves,
+    Settings, enabled_controllers, names_route,
 };
 use wasm_ccm_host::{Confinement, Engine, EngineSettings, ProviderSpec};
+use wasm_ccm_kube::{ClientSettings, Clients};
 use wasm_ccm_reload::{
     InputFiles, Location, Observers, ReloadMetrics, Reporter, Source, SourceSettings, StatusBoard, VersionRecord,
     config_map_reference, own_pod_reference,

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use kube::Client;
 
 use crate::config::Settings;
-use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
+use wasm_ccm_kube::events::Events;
 
 /// A controller's view of the cluster and the cloud; clones share it.
 #[derive(Clone)]

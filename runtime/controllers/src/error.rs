@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use wasm_ccm_cloud::ProviderError;
 
-use crate::client::reachability::is_transport_error;
 use crate::node::addresses::AddressError;
 use crate::service::ingress::RefusedIngress;
+use wasm_ccm_kube::is_transport_error;
 
 /// Why a reconcile failed. Messages follow upstream's, so that events read
 /// as they do in any cluster.

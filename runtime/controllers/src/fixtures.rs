@@ -15,12 +15,12 @@ pub use wasm_ccm_cloud::testing::TestCloud;
 
 use crate::config::Settings;
 use crate::context::Context;
-use crate::events::{Events, Pending, Recorded};
 use crate::metrics::Metrics;
 use crate::nodes::NodeCache;
 use crate::serves::Serves;
 use crate::service::claim::{Claim, Roster};
 use crate::service::ownership::{OWNER_CONDITION, claim_patch};
+use wasm_ccm_kube::events::{Events, Pending, Recorded};
 
 pub use wasm_ccm_test_support::{NodeFixture, ServiceFixture};
 

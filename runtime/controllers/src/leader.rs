@@ -26,8 +26,8 @@ use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::reachability::is_transport_error;
 use crate::metrics::Metrics;
+use wasm_ccm_kube::is_transport_error;
 
 /// Upstream's `--leader-elect-*` settings.
 #[derive(Debug, Clone)]

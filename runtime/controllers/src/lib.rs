@@ -15,14 +15,11 @@
 //! client, the cloud, the node cache, events, metrics, settings) under one
 //! error policy.
 
-mod client;
 pub mod config;
 mod context;
 mod error;
-mod events;
 #[cfg(test)]
 mod fixtures;
-mod informer;
 mod instances;
 pub mod leader;
 mod lifecycle;
@@ -39,11 +36,8 @@ mod service;
 mod taints;
 mod workqueue;
 
-pub use client::reachability::is_transport_error;
-pub use client::{ClientError, ClientSettings, Clients};
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
 pub use error::Error;
-pub use events::{EventType, Events};
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use manager::{ControllerManager, ManagerError, Plan, Readiness};
 pub use members::{Member, Members};

@@ -21,11 +21,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use crate::client::{ClientError, Clients};
 use crate::config::{ControllerName, Settings};
 use crate::context::Context;
-use crate::events::Events;
-use crate::informer::{Change, informer};
 use crate::lifecycle::NodeLifecycleController;
 use crate::members::{Member, Members};
 use crate::metrics::Metrics;
@@ -37,6 +34,9 @@ use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
 use crate::service::node_changes::NodeChanges;
 use crate::service::policy::LoadBalancerPolicy;
+use wasm_ccm_kube::client::{ClientError, Clients};
+use wasm_ccm_kube::events::Events;
+use wasm_ccm_kube::informer::{Change, informer};
 
 /// Why the controllers cannot start, or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 //! and reloads are only logged and counted.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use wasm_ccm_controllers::Events;
+use wasm_ccm_kube::Events;
 
 /// The reason of a swap event.
 pub const RELOADED: &str = "ProviderReloaded";

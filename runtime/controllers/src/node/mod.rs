@@ -19,11 +19,11 @@ use wasm_ccm_cloud::Cloud;
 use self::initialize::InitializeNode;
 use self::refresh::RefreshNode;
 use crate::context::Context;
-use crate::informer::Change;
 use crate::nodes::NodeCache;
 use crate::runner::{Runner, Stopped, every, stopping_all_on_failure};
 use crate::taints::{UNINITIALIZED, has_taint};
 use crate::workqueue::WorkQueue;
+use wasm_ccm_kube::informer::Change;
 
 /// The cloud node controller: node initialisation and the periodic address
 /// refresh.

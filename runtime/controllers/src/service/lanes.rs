@@ -19,10 +19,10 @@ use super::claim::{Claim, PROVIDER_ANNOTATION, Roster};
 use super::policy::LoadBalancerPolicy;
 use super::{ServiceController, ServiceKey, ServiceTriggers};
 use crate::context::Context;
-use crate::events::Events;
-use crate::informer::Change;
 use crate::members::{Member, Members};
 use crate::runner::Stopped;
+use wasm_ccm_kube::events::Events;
+use wasm_ccm_kube::informer::Change;
 
 /// What feeds the lanes; clones share it.
 #[derive(Clone)]

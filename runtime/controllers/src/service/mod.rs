@@ -31,9 +31,9 @@ use self::policy::{LoadBalancerPolicy, SharedPolicy};
 use self::rules::update_event;
 use self::sync::ServiceSync;
 use crate::context::Context;
-use crate::informer::Change;
 use crate::runner::{All, Runner, Stopped, stopping_all_on_failure};
 use crate::workqueue::WorkQueue;
+use wasm_ccm_kube::informer::Change;
 
 /// A Service's key.
 pub type ServiceKey = ObjectRef<Service>;

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 
 use super::rules::EXCLUDE_LABEL;
-use crate::informer::Change;
+use wasm_ccm_kube::informer::Change;
 
 /// What of a node a load balancer's node set depends on between syncs.
 #[derive(Debug, PartialEq, Eq)]

@@ -209,7 +209,7 @@ mod tests {
         env.add_node(Node::test("node-b")).await;
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         let (type_, reason, _, note) = env.events().pop().unwrap();
-        assert_eq!((type_, reason.as_str()), (crate::events::EventType::Warning, "UpdateLoadBalancerFailed"));
+        assert_eq!((type_, reason.as_str()), (wasm_ccm_kube::events::EventType::Warning, "UpdateLoadBalancerFailed"));
         assert_eq!(
             note,
             "Error updating load balancer with new hosts [node-a node-b] [node names limited, total number of nodes: 2], error: throttled"

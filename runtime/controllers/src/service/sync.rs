@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(env.cloud.take_calls(), Vec::<String>::new(), "no cloud call");
         assert!(has_finalizer(&env.service("web").await), "the finalizer stays");
         let (type_, reason, _, note) = env.events().pop().unwrap();
-        assert_eq!((type_, reason.as_str()), (crate::events::EventType::Warning, "LoadBalancerClassNotServed"));
+        assert_eq!((type_, reason.as_str()), (wasm_ccm_kube::events::EventType::Warning, "LoadBalancerClassNotServed"));
         assert!(note.contains("example.com/gone") && note.contains("provider test"), "{note}");
     }
 

@@ -13,7 +13,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::reachability::is_transport_error;
+use crate::is_transport_error;
 
 /// A change the cache has seen.
 #[derive(Debug)]
@@ -142,7 +142,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
     use super::*;
-    use crate::fixtures::NodeFixture;
+    use wasm_ccm_test_support::NodeFixture;
 
     #[test]
     fn a_cached_node_keeps_what_the_controllers_read() {

@@ -292,10 +292,10 @@ impl Events {
 
 /// An event recorded by [`Events::recorder`]: `(type, reason, object name,
 /// note)`.
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub type Recorded = (EventType, String, String, String);
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 impl Events {
     /// Events kept for a test to read rather than written.
     pub fn recorder() -> (Self, mpsc::Receiver<Pending>) {

@@ -5,7 +5,7 @@
 //! controller acting as its own ServiceAccount.
 
 mod rate_limit;
-pub(crate) mod reachability;
+pub mod reachability;
 mod service_account;
 
 use std::num::NonZeroU32;

@@ -1,0 +1,18 @@
+//! The Kubernetes plumbing wasm-ccm's controllers and provider reloader
+//! share, each as upstream's client-go counterpart behaves:
+//!
+//! - [`client`]: the clients, with upstream's request rate limits, each
+//!   controller's own ServiceAccount identity when asked, and the
+//!   reachability of the API server for readiness;
+//! - [`informer`]: a watch-backed cache of one kind, its changes handed
+//!   to a callback, objects trimmed to what the controllers read;
+//! - [`events`]: events as upstream's recorder writes them (`events.k8s.io/v1`,
+//!   series, a bounded backlog per provider).
+
+pub mod client;
+pub mod events;
+pub mod informer;
+
+pub use client::reachability::is_transport_error;
+pub use client::{ClientError, ClientSettings, Clients};
+pub use events::{EventType, Events};
