@@ -101,7 +101,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     /// The cluster's name, passed to the provider.
-    #[arg(long, default_value = wasm_ccm_cloud::DEFAULT_CLUSTER_NAME)]
+    #[arg(long, default_value_t = Settings::default().cluster_name)]
     pub cluster_name: String,
     /// The cluster's pod networks, for the route controller (comma-separated
     /// for dual-stack).
@@ -118,27 +118,33 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_name = "RANGE")]
     pub provider_ingress_ranges: Vec<String>,
     /// Whether routes for pod CIDRs are configured in the cloud.
-    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(
+        long,
+        default_value_t = Settings::default().configure_cloud_routes,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
     pub configure_cloud_routes: bool,
     /// Services synced at once (upstream: 1).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = Settings::default().concurrent_service_syncs)]
     pub concurrent_service_syncs: usize,
     /// Nodes synced at once (upstream: 1).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = Settings::default().concurrent_node_syncs)]
     pub concurrent_node_syncs: usize,
     /// How often the node lifecycle controller checks nodes.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    pub node_monitor_period: Duration,
+    #[arg(long, default_value_t = Settings::default().node_monitor_period.into())]
+    pub node_monitor_period: humantime::Duration,
     /// How often initialised nodes' addresses are refreshed from the cloud.
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
-    pub node_status_update_frequency: Duration,
+    #[arg(long, default_value_t = Settings::default().node_status_update_frequency.into())]
+    pub node_status_update_frequency: humantime::Duration,
     /// How often routes are reconciled.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub route_reconciliation_period: Duration,
+    #[arg(long, default_value_t = Settings::default().route_reconciliation_period.into())]
+    pub route_reconciliation_period: humantime::Duration,
     /// How often every load balancer is ensured again, repairing drift in
     /// the cloud; 0 disables it.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
-    pub load_balancer_resync_period: Duration,
+    #[arg(long, default_value_t = Settings::default().load_balancer_resync_period.into())]
+    pub load_balancer_resync_period: humantime::Duration,
     /// Requests per second to the API server (upstream: 20).
     #[arg(long, default_value_t = 1000)]
     pub kube_api_qps: u32,
@@ -183,9 +189,9 @@ impl RunArgs {
             anyhow::ensure!(value >= 1, "{flag} must be at least 1");
         }
         for (flag, period) in [
-            ("--node-monitor-period", self.node_monitor_period),
-            ("--node-status-update-frequency", self.node_status_update_frequency),
-            ("--route-reconciliation-period", self.route_reconciliation_period),
+            ("--node-monitor-period", *self.node_monitor_period),
+            ("--node-status-update-frequency", *self.node_status_update_frequency),
+            ("--route-reconciliation-period", *self.route_reconciliation_period),
         ] {
             anyhow::ensure!(!period.is_zero(), "{flag} must be longer than zero");
         }
@@ -199,10 +205,10 @@ impl RunArgs {
             configure_cloud_routes: self.configure_cloud_routes,
             concurrent_service_syncs: self.concurrent_service_syncs,
             concurrent_node_syncs: self.concurrent_node_syncs,
-            node_monitor_period: self.node_monitor_period,
-            node_status_update_frequency: self.node_status_update_frequency,
-            route_reconciliation_period: self.route_reconciliation_period,
-            load_balancer_resync_period: self.load_balancer_resync_period,
+            node_monitor_period: *self.node_monitor_period,
+            node_status_update_frequency: *self.node_status_update_frequency,
+            route_reconciliation_period: *self.route_reconciliation_period,
+            load_balancer_resync_period: *self.load_balancer_resync_period,
         })
     }
 }
