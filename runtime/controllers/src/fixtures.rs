@@ -86,10 +86,12 @@ impl TestEnv {
     }
 
     /// The service controller's claim for the cloud, provider `test`, the
-    /// only one, serving everything.
+    /// only one, serving everything, with the addresses of the Services
+    /// cached so far indexed.
     pub fn claim(&self) -> Claim {
         let roster = Roster::new(Writer::default().as_reader());
         roster.set(BTreeMap::from([(Arc::from("test"), Serves::everything())]));
+        roster.addresses().rebuild(&self.services.state());
         Claim::new(Arc::from("test"), roster)
     }
 

@@ -25,6 +25,7 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use super::addresses::AddressIndex;
 use super::ownership;
 use super::rules::has_finalizer;
 use crate::serves::Serves;
@@ -38,19 +39,26 @@ pub fn annotation(service: &Service) -> Option<&str> {
     service.metadata.annotations.as_ref()?.get(PROVIDER_ANNOTATION).map(String::as_str)
 }
 
-/// The providers configured and what each serves, and the namespaces'
-/// labels; the manager keeps it current and every lane reads it. Clones
-/// share it.
+/// What every lane decides by: the providers configured and what each
+/// serves, the namespaces' labels, and which Service holds which address;
+/// the manager keeps it current. Clones share it.
 #[derive(Debug, Clone)]
 pub struct Roster {
     providers: Arc<RwLock<BTreeMap<Arc<str>, Serves>>>,
     namespaces: Store<Namespace>,
+    addresses: AddressIndex,
 }
 
 impl Roster {
-    /// No providers yet, over the namespaces of `namespaces`.
+    /// No providers yet, over the namespaces of `namespaces`, no address
+    /// indexed.
     pub fn new(namespaces: Store<Namespace>) -> Self {
-        Roster { providers: Arc::default(), namespaces }
+        Roster { providers: Arc::default(), namespaces, addresses: AddressIndex::default() }
+    }
+
+    /// Which Service holds which address.
+    pub fn addresses(&self) -> &AddressIndex {
+        &self.addresses
     }
 
     /// Replaces the providers configured.

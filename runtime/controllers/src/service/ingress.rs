@@ -163,6 +163,11 @@ impl<'a> Answer<'a> {
         self.addresses.is_empty()
     }
 
+    /// Its IP addresses.
+    pub fn addresses(&self) -> impl Iterator<Item = IpAddr> {
+        self.addresses.iter().map(|(address, _)| *address)
+    }
+
     /// The first of the addresses, the answer for `service`, that `other`
     /// already has: as a cluster IP, or as the ingress of a load balancer
     /// that `ours` does not say is this provider's own (a provider may
@@ -192,6 +197,13 @@ impl<'a> Answer<'a> {
 /// The text of the first of `answered` that is one of `theirs`.
 fn first_shared<'t>(answered: &[(IpAddr, &'t str)], mut theirs: impl Iterator<Item = IpAddr>) -> Option<&'t str> {
     theirs.find_map(|ip| answered.iter().find(|(address, _)| *address == ip).map(|(_, text)| *text))
+}
+
+/// The IP addresses `service` holds: its cluster IPs and the ingress of
+/// its published load balancer, those that parse.
+pub(super) fn held_addresses(service: &Service) -> impl Iterator<Item = IpAddr> {
+    let published = service.status.as_ref().and_then(|status| status.load_balancer.as_ref());
+    cluster_ips(service).chain(published.into_iter().flat_map(addresses).map(|(address, _)| address))
 }
 
 /// The cluster IPs of `service` that parse.

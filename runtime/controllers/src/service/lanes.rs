@@ -58,6 +58,7 @@ impl LaneTriggers {
 
     /// Hands a change of a Service to every lane.
     pub(crate) fn observe(&self, change: &Change<Service>) {
+        self.roster.addresses().observe(change, || self.services.state());
         match change {
             Change::Applied(service) => {
                 self.warn_if_stray(service);
@@ -228,6 +229,9 @@ impl<C: Cloud> ServiceLanes<C> {
         mut providers: watch::Receiver<Members<C>>,
         stop: CancellationToken,
     ) -> Result<(), Stopped> {
+        // The cache is synced: every Service is indexed before any is
+        // ensured, whatever the changes still on their way.
+        self.triggers.roster.addresses().rebuild(&self.services.state());
         let mut tasks = JoinSet::new();
         for (name, lane) in std::mem::take(&mut self.made) {
             self.start(name, lane, &mut tasks, &stop);

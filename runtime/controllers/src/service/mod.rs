@@ -3,6 +3,7 @@
 //! ingress in the Service's status, and, unlike upstream, drift in the
 //! cloud repaired by ensuring every load balancer again each resync period.
 
+pub mod addresses;
 pub mod claim;
 pub mod ingress;
 pub(crate) mod lanes;

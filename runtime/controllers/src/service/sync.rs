@@ -166,11 +166,12 @@ impl<C: Cloud> ServiceSync<C> {
             if answer.is_empty() {
                 return None;
             }
-            // Looked up in the cache in place: no copy of every Service per
-            // ensure.
+            let holders = self.claim.roster().addresses().holders(answer.addresses());
             let ours = |other: &Service| self.claim.owns(other);
-            let taken_by = |other: &Service| answer.taken_by(service, other, ours);
-            self.services.find(|other| taken_by(other).is_some()).and_then(|other| taken_by(&other))
+            holders
+                .into_iter()
+                .filter_map(|key| self.services.get(&key))
+                .find_map(|other| answer.taken_by(service, &other, ours))
         })
     }
 
