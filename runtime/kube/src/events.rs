@@ -10,7 +10,10 @@
 //!
 //! Each provider's events may take only a share of the backlog, so that a
 //! provider whose every call fails cannot crowd out the events of the
-//! others and of the node controllers.
+//! others and of the controllers' own: with `n` providers writing, each may
+//! hold `1/(n+1)` of it, half of it when there is one, so that a burst of
+//! one provider's events (every Service ensured at start) is written
+//! rather than dropped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,9 +33,6 @@ use tokio_stream::wrappers::ReceiverStream;
 
 /// Events waiting to be written; more are dropped, as upstream drops them.
 const BACKLOG: usize = 4096;
-/// Events of one provider waiting to be written; more of its events are
-/// dropped while the others' still find room.
-const PROVIDER_SHARE: usize = BACKLOG / 8;
 /// Events written at once.
 const WRITERS: usize = 2;
 /// The most bytes of a note `events.k8s.io/v1` accepts; longer ones are cut,
@@ -94,17 +94,60 @@ pub struct Pending {
     _place: Option<Place>,
 }
 
-/// How many of one provider's events wait to be written.
-#[derive(Clone, Default)]
-struct Share(Arc<AtomicUsize>);
+/// How many of one provider's events wait to be written; clones share it.
+#[derive(Clone)]
+struct Share(Arc<Waiting>);
+
+/// One provider's waiting events, counted among the writer's providers
+/// while it lives.
+struct Waiting {
+    count: Arc<AtomicUsize>,
+    providers: Arc<Providers>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.providers.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The providers writing through one writer, each with its share.
+#[derive(Default)]
+struct Providers {
+    shares: Mutex<HashMap<Arc<str>, std::sync::Weak<Waiting>>>,
+    live: AtomicUsize,
+}
+
+impl Providers {
+    /// The share of provider `name`: the one its other writers use, or a
+    /// new one.
+    fn share(self: &Arc<Self>, name: &Arc<str>) -> Share {
+        let mut shares = self.shares.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(waiting) = shares.get(name).and_then(std::sync::Weak::upgrade) {
+            return Share(waiting);
+        }
+        shares.retain(|_, waiting| waiting.strong_count() > 0);
+        self.live.fetch_add(1, Ordering::AcqRel);
+        let waiting = Arc::new(Waiting { count: Arc::default(), providers: self.clone() });
+        shares.insert(name.clone(), Arc::downgrade(&waiting));
+        Share(waiting)
+    }
+
+    /// How many events one provider may have waiting now.
+    fn limit(&self) -> usize {
+        BACKLOG / (1 + self.live.load(Ordering::Acquire).max(1))
+    }
+}
 
 impl Share {
     /// A place for one more event, unless the share is taken.
     fn take(&self) -> Option<Place> {
-        let taken = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |waiting| {
-            (waiting < PROVIDER_SHARE).then_some(waiting + 1)
-        });
-        taken.is_ok().then(|| Place(self.0.clone()))
+        let limit = self.0.providers.limit();
+        let taken = self
+            .0
+            .count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |waiting| (waiting < limit).then_some(waiting + 1));
+        taken.is_ok().then(|| Place(self.0.count.clone()))
     }
 }
 
@@ -226,6 +269,7 @@ impl Writer {
 #[derive(Clone)]
 pub struct Events {
     queue: mpsc::Sender<Pending>,
+    providers: Arc<Providers>,
     provider: Option<(Arc<str>, Share)>,
 }
 
@@ -252,13 +296,16 @@ impl Events {
                 })
                 .await;
         });
-        Events { queue, provider: None }
+        Events { queue, providers: Arc::default(), provider: None }
     }
 
     /// The same writer, for events of work done with the provider `name`,
-    /// which take at most its own share of the backlog; clones share it.
+    /// which take at most its share of the backlog, whichever of its
+    /// writers they come through.
     pub fn for_provider(&self, name: &str) -> Events {
-        Events { queue: self.queue.clone(), provider: Some((Arc::from(name), Share::default())) }
+        let name: Arc<str> = Arc::from(name);
+        let share = self.providers.share(&name);
+        Events { queue: self.queue.clone(), providers: self.providers.clone(), provider: Some((name, share)) }
     }
 
     /// Records an event about `reference`.
@@ -300,7 +347,7 @@ impl Events {
     /// Events kept for a test to read rather than written.
     pub fn recorder() -> (Self, mpsc::Receiver<Pending>) {
         let (queue, pending) = mpsc::channel::<Pending>(BACKLOG);
-        (Events { queue, provider: None }, pending)
+        (Events { queue, providers: Arc::default(), provider: None }, pending)
     }
 
     /// The events `pending` has received so far.
@@ -340,22 +387,45 @@ mod tests {
         Written { namespace: "default".into(), name: "web.1".into(), count: 1, last }
     }
 
+    /// Fills `events`' share with `reason`, more than the whole backlog.
+    fn flood(events: &Events, reason: &str) {
+        let reference = ObjectReference { name: Some("web".into()), ..ObjectReference::default() };
+        for _ in 0..BACKLOG {
+            events.warning(reference.clone(), reason, "quota");
+        }
+    }
+
+    fn count(recorded: &[Recorded], reason: &str) -> usize {
+        recorded.iter().filter(|event| event.1 == reason).count()
+    }
+
     #[test]
     fn a_provider_fills_only_its_share_of_the_backlog() {
         let (events, mut pending) = Events::recorder();
-        let flooding = events.for_provider("a");
         let reference = ObjectReference { name: Some("web".into()), ..ObjectReference::default() };
-        for _ in 0..BACKLOG {
-            flooding.warning(reference.clone(), "SyncLoadBalancerFailed", "quota");
-        }
-        events.for_provider("b").warning(reference.clone(), "SyncLoadBalancerFailed", "quota");
+        let (a, b) = (events.for_provider("a"), events.for_provider("b"));
+        flood(&a, "A");
+        b.warning(reference.clone(), "B", "quota");
         events.normal(reference.clone(), "Synced", "node");
         let recorded = Events::recorded(&mut pending);
-        assert_eq!(recorded.len(), PROVIDER_SHARE + 2, "a's share, then b's event and the node controller's");
-        assert_eq!(recorded[PROVIDER_SHARE].1, "SyncLoadBalancerFailed");
-        assert_eq!(recorded[PROVIDER_SHARE + 1].1, "Synced");
-        flooding.warning(reference, "SyncLoadBalancerFailed", "again");
+        assert_eq!(count(&recorded, "A"), BACKLOG / 3, "a third with two providers writing");
+        assert_eq!((count(&recorded, "B"), count(&recorded, "Synced")), (1, 1), "the others find room");
+        a.warning(reference, "A", "again");
         assert_eq!(Events::recorded(&mut pending).len(), 1, "events written give their places back");
+    }
+
+    #[test]
+    fn one_provider_may_hold_half_the_backlog_through_all_its_writers() {
+        let (events, mut pending) = Events::recorder();
+        let (service, node) = (events.for_provider("a"), events.for_provider("a"));
+        flood(&service, "service");
+        flood(&node, "node");
+        let recorded = Events::recorded(&mut pending);
+        assert_eq!(recorded.len(), BACKLOG / 2, "one share for the provider, however many writers: {}", recorded.len());
+        drop((service, node));
+        let gone_and_back = events.for_provider("b");
+        flood(&gone_and_back, "b");
+        assert_eq!(Events::recorded(&mut pending).len(), BACKLOG / 2, "a provider gone no longer counts");
     }
 
     #[test]
