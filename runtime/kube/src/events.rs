@@ -135,7 +135,7 @@ impl Providers {
 
     /// How many events one provider may have waiting now.
     fn limit(&self) -> usize {
-        BACKLOG / (1 + self.live.load(Ordering::Acquire).max(1))
+        BACKLOG / (1 + self.live.load(Ordering::Acquire))
     }
 }
 

@@ -199,10 +199,7 @@ impl Claim {
 
     /// Whether `service`'s load balancer is this lane's provider's.
     pub fn owns(&self, service: &Service) -> bool {
-        match ownership::recorded(service) {
-            Some(recorded) => recorded == &*self.provider,
-            None => self.roster.owner(service).is_some_and(|owner| owner == self.provider),
-        }
+        self.roster.owner(service).is_some_and(|owner| owner == self.provider)
     }
 
     /// Whether the lane gives `service` a load balancer.
