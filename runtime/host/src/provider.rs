@@ -151,8 +151,8 @@ impl LoadedProvider {
                 engine.settings().max_memory
             )));
         }
-        let (original, wasm) = match snapshot::instrument(&spec.wasm) {
-            Ok((_, instrumented)) => (Some(spec.wasm.clone()), Arc::from(instrumented)),
+        let (instrumented, wasm) = match snapshot::instrument(spec.wasm.clone()) {
+            Ok((instrumented, wasm)) => (Some(Arc::new(instrumented)), Arc::from(wasm)),
             Err(err) => {
                 tracing::info!(provider = %spec.name, "the provider cannot be snapshotted; it is initialised in every call: {err:#}");
                 (None, spec.wasm.clone())
@@ -185,7 +185,7 @@ impl LoadedProvider {
             compiled: cache_outcome,
             start: Start::Initializing,
         };
-        let (info, snapshot) = provider.start(original).await.map_err(LoadError::Startup)?;
+        let (info, snapshot) = provider.start(instrumented).await.map_err(LoadError::Startup)?;
         provider.info = info;
         if let Some(snapshot) = snapshot {
             match prepare(engine, &provider.name, snapshot.into(), false).await {
@@ -251,14 +251,13 @@ impl LoadedProvider {
     }
 
     /// Asks the provider who it is, in one instance: its name, then
-    /// `initialize`, then what it supports; and, when it runs instrumented
-    /// from the component `original`, snapshots that instance for every
-    /// call to start from (`None` when it holds host resources).
-    ///
-    /// The snapshot needs what instrumenting `original` learnt of it;
-    /// instrumenting again here, which gives the same component, keeps the
-    /// operation free of borrows.
-    async fn start(&self, original: Option<Arc<[u8]>>) -> Result<(ProviderInfo, Option<Vec<u8>>), ProviderError> {
+    /// `initialize`, then what it supports; and, when it runs the
+    /// `instrumented` component, snapshots that instance for every call to
+    /// start from (`None` when it holds host resources).
+    async fn start(
+        &self,
+        instrumented: Option<Arc<snapshot::Instrumented>>,
+    ) -> Result<(ProviderInfo, Option<Vec<u8>>), ProviderError> {
         let config = self.config.clone();
         let cluster_name = self.cluster_name.clone();
         let name = self.name.clone();
@@ -275,13 +274,12 @@ impl LoadedProvider {
                     let has_cluster_id = provider.call_has_cluster_id(&mut *store).await?;
                     let parts = convert::parts(provider.call_supported_parts(&mut *store).await?);
                     let info = ProviderInfo { name: name_said, has_cluster_id, parts };
-                    let Some(original) = original else { return Ok(Ok((info, None))) };
+                    let Some(instrumented) = instrumented else { return Ok(Ok((info, None))) };
                     if !store.data().table.is_empty() {
                         tracing::info!(provider = %name, "the provider holds host resources after initialize; it is initialised in every call");
                         return Ok(Ok((info, None)));
                     }
-                    let (context, _) = snapshot::instrument(&original)?;
-                    let snapshot = snapshot::snapshot(&context, store, *instance).await?;
+                    let snapshot = snapshot::snapshot(&instrumented, store, *instance).await?;
                     Ok(Ok((info, Some(snapshot))))
                 })
             }),

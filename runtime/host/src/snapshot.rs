@@ -11,9 +11,22 @@
 //! host's table and not in its memory: such a provider is initialised in
 //! every call instead.
 
+use std::sync::Arc;
+
 use wasmtime::Store;
 use wasmtime::component::{Instance, Lift, WasmList};
 use wasmtime_wizer::{ComponentContext, ComponentInstanceState, Wizer};
+
+self_cell::self_cell!(
+    /// What instrumenting a component learnt of it, which the snapshot of
+    /// an instance of the instrumented component needs, kept with the
+    /// original component's bytes it refers to.
+    pub(crate) struct Instrumented {
+        owner: Arc<[u8]>,
+        #[covariant]
+        dependent: ComponentContext,
+    }
+);
 
 /// Instruments `wasm` for a snapshot: the component with exports through
 /// which its state can be read, and what the snapshot needs to know of it.
@@ -21,21 +34,28 @@ use wasmtime_wizer::{ComponentContext, ComponentInstanceState, Wizer};
 /// # Errors
 /// When Wizer cannot instrument the component (a construct it does not
 /// support, such as a component start function).
-pub(crate) fn instrument(wasm: &[u8]) -> wasmtime::Result<(ComponentContext<'_>, Vec<u8>)> {
-    Wizer::new().instrument_component(wasm)
+pub(crate) fn instrument(wasm: Arc<[u8]>) -> wasmtime::Result<(Instrumented, Vec<u8>)> {
+    let mut instrumented_wasm = Vec::new();
+    let instrumented = Instrumented::try_new(wasm, |wasm| {
+        let (context, bytes) = Wizer::new().instrument_component(wasm)?;
+        instrumented_wasm = bytes;
+        Ok::<_, wasmtime::Error>(context)
+    })?;
+    Ok((instrumented, instrumented_wasm))
 }
 
-/// The component whose initial state is `instance`'s state now.
+/// The component whose initial state is `instance`'s state now, for an
+/// instance of the component [`instrument`] wrote.
 ///
 /// # Errors
 /// When reading the instance's state failed, for example at the deadline.
 pub(crate) async fn snapshot<T: Send + 'static>(
-    context: &ComponentContext<'_>,
+    instrumented: &Instrumented,
     store: &mut Store<T>,
     instance: Instance,
 ) -> wasmtime::Result<Vec<u8>> {
     let mut state = State { store, instance, failure: None };
-    let snapshot = Wizer::new().snapshot_component(context, &mut state).await?;
+    let snapshot = Wizer::new().snapshot_component(instrumented.borrow_dependent(), &mut state).await?;
     match state.failure {
         Some(failure) => Err(failure),
         None => Ok(snapshot),

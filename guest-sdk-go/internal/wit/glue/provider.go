@@ -13,13 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/registry"
 )
 
-// current is the provider of this instance, built by Initialize. The host
-// gives every call a fresh instance.
+// current is the provider of this instance, built by Initialize. Every call
+// starts from a fresh copy of the instance as Initialize left it.
 var current cloudprovider.Interface
 
 var errUninitialized = errors.New("the provider was called before initialize")
@@ -63,8 +64,30 @@ func Initialize(config []byte, clusterName string) error {
 		}
 	}
 	current = provider
+	releaseStdio()
 	return nil
 }
+
+// releaseStdio closes the standard streams, which the WASI adapter opened
+// when the Go runtime started, and resets the adapter so that it opens them
+// again when they are next used. Streams are the only host resources a Go
+// instance holds after Initialize, and the host snapshots an instance that
+// holds none once it is initialised: every call then starts from that copy,
+// with streams of its own, instead of running the runtime's start-up and
+// the provider's factory again.
+func releaseStdio() {
+	for fd := range 3 {
+		_ = syscall.Close(fd)
+	}
+	resetAdapterState()
+}
+
+// resetAdapterState is the WASI preview1 adapter's export for instances
+// that are snapshotted: it forgets the adapter's descriptors, so that the
+// adapter sets them up afresh on their next use.
+//
+//go:wasmimport wasi_snapshot_preview1 reset_adapter_state
+func resetAdapterState()
 
 // Provider is the instance's provider.
 func Provider() (cloudprovider.Interface, error) {
