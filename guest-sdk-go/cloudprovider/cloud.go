@@ -7,9 +7,10 @@
 //   - Interface has no Initialize(clientBuilder, stop): there is no
 //     Kubernetes client and each call runs in an instance of its own. A
 //     provider that needs the cluster's name implements Initializer.
-//   - The host builds the provider afresh for every call: the Factory runs
-//     before each one, and nothing kept in memory outlives the call, so keep
-//     state in the cloud. Goroutines end with the call.
+//   - The Factory runs once per version and configuration, and every call
+//     starts from a fresh copy of the instance it left: nothing a call keeps
+//     in memory outlives it, so keep state in the cloud, and draw nonces
+//     with crypto/rand inside the call. Goroutines end with the call.
 //   - LoadBalancer's nodes are a NodeSet the host lends for the call, read
 //     by view, rather than []*v1.Node.
 //   - A provider reaches its cloud through hosthttp (http.DefaultClient
@@ -49,7 +50,8 @@ type Interface interface {
 
 // Initializer is implemented by a provider that wants the controller
 // manager's --cluster-name before its first method: the sandbox's
-// Initialize, called once after the Factory, before every call.
+// Initialize, called once after the Factory, before the snapshot every call
+// starts from.
 type Initializer interface {
 	Initialize(clusterName string) error
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/hosthttp"
 )
 
-// Acme is the provider, as built for one call: the host builds it afresh
-// for every call, so what must last lives in the cloud.
+// Acme is the provider, built once per configuration: every call starts
+// from a fresh copy of it, so what must last lives in the cloud.
 type Acme struct {
 	// endpoint is the cloud's API, from the configuration's endpoint.
 	endpoint string
