@@ -4,8 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use wasm_ccm_cloud::{Function, ProviderError};
-use wasm_ccm_host::ProviderHandle;
+use wasm_ccm_cloud::{Cloud, Function, ProviderError};
 
 /// Attempts of one call while the provider answers `retry`.
 const ATTEMPTS: usize = 5;
@@ -25,20 +24,20 @@ pub struct Call {
 
 /// Calls to one loaded provider; clones of a log share it.
 #[derive(Clone)]
-pub struct Calls {
-    handle: ProviderHandle,
+pub struct Calls<C> {
+    provider: C,
     log: Arc<Mutex<Vec<Call>>>,
 }
 
-impl Calls {
-    /// Calls to `handle`, recorded in a new log.
-    pub fn new(handle: ProviderHandle) -> Calls {
-        Calls { handle, log: Arc::default() }
+impl<C: Cloud> Calls<C> {
+    /// Calls to `provider`, recorded in a new log.
+    pub fn new(provider: C) -> Self {
+        Calls { provider, log: Arc::default() }
     }
 
-    /// Calls to `handle`, recorded in this one's log.
-    pub fn sharing_log(&self, handle: ProviderHandle) -> Calls {
-        Calls { handle, log: self.log.clone() }
+    /// Calls to `provider`, recorded in this one's log.
+    pub fn sharing_log(&self, provider: C) -> Self {
+        Calls { provider, log: self.log.clone() }
     }
 
     /// Every attempt so far.
@@ -54,12 +53,12 @@ impl Calls {
     pub async fn run<T>(
         &self,
         function: Function,
-        call: impl AsyncFn(&ProviderHandle) -> Result<T, ProviderError>,
+        call: impl AsyncFn(&C) -> Result<T, ProviderError>,
     ) -> Result<T, ProviderError> {
         let mut attempt = 1;
         loop {
             let started = Instant::now();
-            let result = call(&self.handle).await;
+            let result = call(&self.provider).await;
             let error = result.as_ref().err().cloned();
             self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Call {
                 function,

@@ -1,10 +1,11 @@
 //! The fixture: the nodes the provider's cloud has and the Services to give
 //! load balancers, as Kubernetes objects in YAML or JSON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use k8s_openapi::Metadata;
 use k8s_openapi::api::core::v1::{Node, Service, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
 /// The name asked about when the fixture names no unknown node.
@@ -37,27 +38,60 @@ impl Fixture {
     ///
     /// # Errors
     /// When it cannot be read or parsed, or an object has no name.
-    pub fn read(path: &Path) -> anyhow::Result<Fixture> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Fixture, FixtureError> {
+        let path_buf = || path.to_path_buf();
+        let text = std::fs::read_to_string(path).map_err(|source| FixtureError::Read { path: path_buf(), source })?;
         let fixture: Fixture =
-            serde_norway::from_str(&text).with_context(|| format!("invalid fixture {}", path.display()))?;
-        fixture.completed().with_context(|| format!("invalid fixture {}", path.display()))
+            serde_norway::from_str(&text).map_err(|source| FixtureError::Parse { path: path_buf(), source })?;
+        fixture.completed().map_err(|kind| FixtureError::Nameless { path: path_buf(), kind })
     }
 
-    fn completed(mut self) -> anyhow::Result<Fixture> {
+    /// The fixture with what the API server fills in; the kind of the first
+    /// object without a name when there is one.
+    pub(crate) fn completed(mut self) -> Result<Fixture, &'static str> {
         for node in &mut self.nodes {
-            let name = node.metadata.name.clone().filter(|name| !name.is_empty()).context("a node has no name")?;
+            let name = node.metadata.name.clone().filter(|name| !name.is_empty()).ok_or("node")?;
             node.metadata.uid.get_or_insert_with(|| uid(&format!("node/{name}")));
         }
         for service in &mut self.services {
-            let name =
-                service.metadata.name.clone().filter(|name| !name.is_empty()).context("a Service has no name")?;
+            let name = service.metadata.name.clone().filter(|name| !name.is_empty()).ok_or("Service")?;
             let namespace = service.metadata.namespace.get_or_insert_with(|| "default".to_owned()).clone();
             service.metadata.uid.get_or_insert_with(|| uid(&format!("service/{namespace}/{name}")));
             service.spec.get_or_insert_with(ServiceSpec::default).type_.get_or_insert_with(|| "LoadBalancer".into());
         }
         Ok(self)
     }
+}
+
+/// Why a fixture file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// The file cannot be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The fixture file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is neither YAML nor JSON of a fixture.
+    #[error("invalid fixture {}", path.display())]
+    Parse {
+        /// The fixture file.
+        path: PathBuf,
+        /// What the parser found wrong.
+        #[source]
+        source: serde_norway::Error,
+    },
+    /// An object of kind `kind` has no name.
+    #[error("invalid fixture {}: a {kind} has no name", path.display())]
+    Nameless {
+        /// The fixture file.
+        path: PathBuf,
+        /// `node` or `Service`.
+        kind: &'static str,
+    },
 }
 
 /// A UID in UUID form, the same for the same object on every run, so that
@@ -76,8 +110,8 @@ fn uid(key: &str) -> String {
 }
 
 /// An object's name, for check names and messages.
-pub fn name<K: kube::Resource>(object: &K) -> String {
-    let meta = object.meta();
+pub fn name<K: Metadata<Ty = ObjectMeta>>(object: &K) -> String {
+    let meta = object.metadata();
     let name = meta.name.clone().unwrap_or_default();
     match &meta.namespace {
         Some(namespace) => format!("{namespace}/{name}"),
@@ -107,6 +141,6 @@ mod tests {
         assert_ne!(fixture.nodes[0].metadata.uid, service.metadata.uid);
 
         let nameless: Fixture = serde_norway::from_str("{\"services\": [{\"metadata\": {}}]}").unwrap();
-        assert_eq!(nameless.completed().unwrap_err().to_string(), "a Service has no name");
+        assert_eq!(nameless.completed().unwrap_err(), "Service");
     }
 }

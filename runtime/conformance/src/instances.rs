@@ -11,7 +11,7 @@ use super::Suite;
 use super::validate;
 
 /// Runs the InstancesV2 checks.
-pub async fn v2_checks(suite: &mut Suite<'_>) {
+pub async fn v2_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     let fixture = suite.fixture;
     for node in &fixture.nodes {
         v2_node_checks(suite, node).await;
@@ -36,7 +36,7 @@ pub async fn v2_checks(suite: &mut Suite<'_>) {
         .await;
 }
 
-async fn v2_node_checks(suite: &mut Suite<'_>, node: &Node) {
+async fn v2_node_checks<C: Cloud>(suite: &mut Suite<'_, C>, node: &Node) {
     let Suite { calls, reloaded, report, info, .. } = suite;
     let name = node.metadata.name.clone().unwrap_or_default();
     let key = format!("instances-v2/{name}");
@@ -102,7 +102,7 @@ async fn v2_node_checks(suite: &mut Suite<'_>, node: &Node) {
         .await;
 }
 
-async fn metadata_of(calls: &super::Calls, node: &Node) -> Result<InstanceMetadata, String> {
+async fn metadata_of<C: Cloud>(calls: &super::Calls<C>, node: &Node) -> Result<InstanceMetadata, String> {
     calls
         .run(Function::InstanceMetadata, async |p| p.instance_metadata(node).await)
         .await
@@ -122,7 +122,7 @@ fn valid_metadata(metadata: &InstanceMetadata, provider: &str) -> Result<(), Str
 }
 
 /// Runs the Instances (v1) checks.
-pub async fn v1_checks(suite: &mut Suite<'_>) {
+pub async fn v1_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     let Suite { calls, fixture, report, .. } = suite;
     for node in &fixture.nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
@@ -164,7 +164,7 @@ pub async fn v1_checks(suite: &mut Suite<'_>) {
 }
 
 /// Runs the Zones checks.
-pub async fn zone_checks(suite: &mut Suite<'_>) {
+pub async fn zone_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     let Suite { calls, fixture, report, .. } = suite;
     for node in &fixture.nodes {
         let name = node.metadata.name.clone().unwrap_or_default();

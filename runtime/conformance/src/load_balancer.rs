@@ -20,7 +20,7 @@ const AFTER_ENSURE: [&str; 7] =
     ["ensure-idempotent", "get-after-ensure", "survives-reload", "update", "delete", "delete-again", "gone"];
 
 /// Runs the checks for every fixture Service.
-pub async fn checks(suite: &mut Suite<'_>) {
+pub async fn checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     let fixture = suite.fixture;
     for service in &fixture.services {
         service_checks(suite, service).await;
@@ -31,14 +31,14 @@ fn failed(function: &'static str) -> impl Fn(ProviderError) -> String {
     move |err| format!("{function} failed: {err}")
 }
 
-async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
+async fn service_checks<C: Cloud>(suite: &mut Suite<'_, C>, service: &Service) {
     let Suite { calls, reloaded, fixture, report, .. } = suite;
     let key = format!("load-balancer/{}", name(service));
     let nodes = fixture.nodes.as_slice();
 
     report
         .check(format!("{key}/name"), async {
-            let get_name = async |calls: &super::Calls| {
+            let get_name = async |calls: &super::Calls<C>| {
                 calls.run(Function::GetLoadBalancerName, async |p| p.get_load_balancer_name(service).await).await
             };
             let first = get_name(calls).await.map_err(failed("get-name"))?;
@@ -148,11 +148,15 @@ async fn service_checks(suite: &mut Suite<'_>, service: &Service) {
         .await;
 }
 
-async fn get(calls: &super::Calls, service: &Service) -> Result<Option<LoadBalancerStatus>, String> {
+async fn get<C: Cloud>(calls: &super::Calls<C>, service: &Service) -> Result<Option<LoadBalancerStatus>, String> {
     calls.run(Function::GetLoadBalancer, async |p| p.get_load_balancer(service).await).await.map_err(failed("get"))
 }
 
-async fn ensure(calls: &super::Calls, service: &Service, nodes: &[Node]) -> Result<LoadBalancerStatus, String> {
+async fn ensure<C: Cloud>(
+    calls: &super::Calls<C>,
+    service: &Service,
+    nodes: &[Node],
+) -> Result<LoadBalancerStatus, String> {
     let nodes = NodeSet::of(nodes.iter().cloned());
     calls
         .run(Function::EnsureLoadBalancer, async |p| p.ensure_load_balancer(service, &nodes).await)
@@ -160,14 +164,18 @@ async fn ensure(calls: &super::Calls, service: &Service, nodes: &[Node]) -> Resu
         .map_err(failed("ensure"))
 }
 
-async fn delete(calls: &super::Calls, service: &Service) -> Result<(), String> {
+async fn delete<C: Cloud>(calls: &super::Calls<C>, service: &Service) -> Result<(), String> {
     calls
         .run(Function::EnsureLoadBalancerDeleted, async |p| p.ensure_load_balancer_deleted(service).await)
         .await
         .map_err(failed("ensure-deleted"))
 }
 
-async fn same_as_ensured(calls: &super::Calls, service: &Service, ensured: &LoadBalancerStatus) -> Result<(), String> {
+async fn same_as_ensured<C: Cloud>(
+    calls: &super::Calls<C>,
+    service: &Service,
+    ensured: &LoadBalancerStatus,
+) -> Result<(), String> {
     match get(calls, service).await? {
         Some(status) if status == *ensured => Ok(()),
         Some(status) => Err(format!("get answers {}, ensure answered {}", describe(&status), describe(ensured))),

@@ -111,7 +111,7 @@ impl Report {
     ///
     /// # Errors
     /// When it cannot be serialised.
-    pub fn junit(&self) -> anyhow::Result<String> {
+    pub fn junit(&self) -> Result<String, quick_junit::SerializeError> {
         let mut suite = TestSuite::new(format!("wasm-ccm conformance: {}", self.provider));
         suite.set_time(self.started.elapsed());
         for check in &self.checks {
@@ -136,7 +136,7 @@ impl Report {
         let mut report = quick_junit::Report::new("wasm-ccm provider conformance");
         report.set_time(self.started.elapsed());
         report.add_test_suite(suite);
-        Ok(report.to_string()?)
+        report.to_string()
     }
 }
 

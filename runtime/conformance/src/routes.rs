@@ -8,7 +8,7 @@ use wasm_ccm_cloud::{Cloud, Function, Route};
 use super::{Calls, Suite};
 
 /// Runs the checks.
-pub async fn checks(suite: &mut Suite<'_>) {
+pub async fn checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     let Suite { calls, reloaded, fixture, report, .. } = suite;
     let targets: Vec<(&Node, Route)> = fixture.nodes.iter().filter_map(|node| Some((node, route(node)?))).collect();
     if targets.is_empty() {
@@ -84,7 +84,7 @@ fn route(node: &Node) -> Option<Route> {
     Some(Route { target_node: node.metadata.name.clone()?, destination_cidr: cidr, ..Route::default() })
 }
 
-async fn list(calls: &Calls) -> Result<Vec<Route>, String> {
+async fn list<C: Cloud>(calls: &Calls<C>) -> Result<Vec<Route>, String> {
     calls
         .run(Function::ListRoutes, async |p| p.list_routes().await)
         .await
