@@ -14,7 +14,7 @@ use wasm_ccm_cloud::{Cloud, ProviderError};
 use crate::context::Context;
 use crate::error::Error;
 use crate::instances;
-use crate::runner::{Reconcile, Retry, Runner, Stopped, every, stopping_all_on_failure};
+use crate::runner::{Action, Reconcile, Retry, Runner, Stopped};
 use crate::taints::{SHUTDOWN, has_taint, is_ready, taints};
 
 /// The node lifecycle controller.
@@ -37,16 +37,10 @@ impl<C: Cloud> NodeLifecycleController<C> {
     /// # Errors
     /// When it stopped on its own.
     pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
-        let (queue, nodes) = (self.runner.queue(), self.ctx.nodes.clone());
-        let period = self.ctx.settings.node_monitor_period;
-        let working = stop.child_token();
-        let due = every(period, working.clone(), move || {
-            for node in nodes.all() {
-                queue.add(node.metadata.name.clone().unwrap_or_default());
-            }
-        });
-        let (monitored, ()) = tokio::join!(stopping_all_on_failure(self.runner.run(working.clone()), &working), due);
-        monitored
+        let nodes = self.ctx.nodes.clone();
+        let every_node =
+            move || nodes.all().iter().map(|node| node.metadata.name.clone().unwrap_or_default()).collect();
+        self.runner.run_sweeping(self.ctx.settings.node_monitor_period, every_node, stop).await
     }
 }
 
@@ -61,9 +55,19 @@ impl<C: Cloud> Reconcile for MonitorNode<C> {
 
     const NAME: &'static str = "cloud-node-lifecycle";
     const QUEUE: &'static str = "cloud-node-lifecycle";
-    const RETRY: Retry = Retry::NextTrigger;
+    fn retry(&self) -> Retry {
+        Retry::NextTrigger
+    }
 
-    async fn reconcile(&self, name: &String) -> Result<(), Error> {
+    async fn reconcile(&self, name: &String) -> Result<Action, Error> {
+        self.monitor(name).await.map(|()| Action::AwaitChange)
+    }
+}
+
+impl<C: Cloud> MonitorNode<C> {
+    /// Upstream's `MonitorNodes` for one node: the shutdown taint follows
+    /// the instance, and a node whose instance is gone is deleted.
+    async fn monitor(&self, name: &str) -> Result<(), Error> {
         let Some(node) = self.ctx.nodes.store().get(&ObjectRef::new(name)) else {
             return Ok(());
         };
@@ -97,9 +101,7 @@ impl<C: Cloud> Reconcile for MonitorNode<C> {
         }
         Ok(())
     }
-}
 
-impl<C: Cloud> MonitorNode<C> {
     fn new(ctx: Context<C>) -> Self {
         let api = Api::all(ctx.client.clone());
         MonitorNode { ctx, api }
@@ -135,7 +137,7 @@ mod tests {
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
 
     async fn monitor(env: &TestEnv, name: &str) -> Result<(), Error> {
-        MonitorNode::new(env.context()).reconcile(&name.to_owned()).await
+        MonitorNode::new(env.context()).monitor(name).await
     }
 
     async fn exists(env: &TestEnv, name: &str) -> bool {

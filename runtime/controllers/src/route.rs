@@ -21,7 +21,7 @@ use wasm_ccm_cloud::{Cloud, Route};
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::runner::{All, Reconcile, Retry, Runner, Stopped, every, stopping_all_on_failure};
+use crate::runner::{Action, All, Reconcile, Retry, Runner, Stopped};
 
 /// Cloud operations at once, as upstream.
 const MAX_CONCURRENT_OPERATIONS: usize = 200;
@@ -136,7 +136,6 @@ pub fn plan(routes: &[Route], nodes: &[Arc<Node>], cluster_cidrs: &[IpNet]) -> P
 /// The route controller.
 pub struct RouteController<C: Cloud> {
     runner: Runner<ReconcileRoutes<C>>,
-    ctx: Context<C>,
 }
 
 impl<C: Cloud> RouteController<C> {
@@ -144,21 +143,17 @@ impl<C: Cloud> RouteController<C> {
     /// inside a tokio runtime.
     pub fn new(ctx: Context<C>) -> Self {
         let runner = Runner::new(ReconcileRoutes::new(ctx.clone()), 1, ctx.metrics.clone());
-        RouteController { runner, ctx }
+        RouteController { runner }
     }
 
-    /// Reconciles now and every period until `stop`.
+    /// Reconciles now, then a period after each reconcile ends, until
+    /// `stop`.
     ///
     /// # Errors
     /// When it stopped on its own.
     pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
-        let queue = self.runner.queue();
-        let working = stop.child_token();
-        let due = every(self.ctx.settings.route_reconciliation_period, working.clone(), move || {
-            queue.add(All);
-        });
-        let (reconciled, ()) = tokio::join!(stopping_all_on_failure(self.runner.run(working.clone()), &working), due);
-        reconciled
+        self.runner.queue().add(All);
+        self.runner.run(stop).await
     }
 }
 
@@ -173,9 +168,13 @@ impl<C: Cloud> Reconcile for ReconcileRoutes<C> {
 
     const NAME: &'static str = "route";
     const QUEUE: &'static str = "route";
-    const RETRY: Retry = Retry::NextTrigger;
+    fn retry(&self) -> Retry {
+        Retry::After(self.ctx.settings.route_reconciliation_period)
+    }
 
-    async fn reconcile(&self, _: &All) -> Result<(), Error> {
+    /// Upstream's `reconcileNodeRoutes`, again a period after it ends, as
+    /// upstream's `wait.Until`.
+    async fn reconcile(&self, _: &All) -> Result<Action, Error> {
         let routes = self.ctx.cloud.list_routes().await.map_err(Error::cloud("error listing routes"))?;
         let nodes = self.ctx.nodes.all();
         let plan = plan(&routes, &nodes, &self.ctx.settings.cluster_cidrs);
@@ -194,7 +193,7 @@ impl<C: Cloud> Reconcile for ReconcileRoutes<C> {
         futures::stream::iter(conditioned)
             .for_each_concurrent(MAX_CONCURRENT_OPERATIONS, |(node, created)| self.set_network_condition(node, created))
             .await;
-        Ok(())
+        Ok(Action::RequeueAfter(self.ctx.settings.route_reconciliation_period))
     }
 }
 

@@ -16,13 +16,27 @@ use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::workqueue::{Backoff, WorkQueue};
 
+/// What a reconcile that succeeded asks of the runner for its key, as
+/// kube-runtime's `Action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing until a trigger queues the key again.
+    AwaitChange,
+    /// Reconcile the key again after this long, whatever the triggers do:
+    /// how a controller repairs drift.
+    RequeueAfter(Duration),
+}
+
 /// How a controller retries a key whose reconcile failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retry {
     /// With the per-key exponential backoff.
     Backoff(Backoff),
-    /// Not at all: the controller's next periodic trigger comes soon enough,
-    /// as upstream's periodic controllers do.
+    /// After this long, as when it succeeded: the next round of a controller
+    /// that requeues its key every period, as upstream's sliding periods.
+    After(Duration),
+    /// Not at all: the controller's next trigger, a sweep or a change,
+    /// comes soon enough, as upstream's periodic controllers do.
     NextTrigger,
 }
 
@@ -50,10 +64,11 @@ pub trait Reconcile: Send + Sync + 'static {
     const QUEUE: &'static str;
 
     /// How failed keys are retried.
-    const RETRY: Retry;
+    fn retry(&self) -> Retry;
 
-    /// Brings `key`'s object in line with the cloud, or the cloud with it.
-    fn reconcile(&self, key: &Self::Key) -> impl Future<Output = Result<(), Error>> + Send;
+    /// Brings `key`'s object in line with the cloud, or the cloud with it,
+    /// and says when to come back to it.
+    fn reconcile(&self, key: &Self::Key) -> impl Future<Output = Result<Action, Error>> + Send;
 }
 
 /// Why a controller stopped before it was asked to.
@@ -123,6 +138,31 @@ impl<R: Reconcile> Runner<R> {
     }
 }
 
+impl<R: Reconcile> Runner<R> {
+    /// Runs as [`Runner::run`], and queues the keys `sweep` lists now and
+    /// every `period`, besides those the controller's triggers queue: the
+    /// periodic pass over every object of upstream's periodic controllers.
+    ///
+    /// # Errors
+    /// When a worker panicked.
+    pub async fn run_sweeping(
+        self,
+        period: Duration,
+        mut sweep: impl FnMut() -> Vec<R::Key> + Send,
+        stop: CancellationToken,
+    ) -> Result<(), Stopped> {
+        let queue = self.queue();
+        let working = stop.child_token();
+        let due = every(period, working.clone(), move || {
+            for key in sweep() {
+                queue.add(key);
+            }
+        });
+        let (result, ()) = tokio::join!(stopping_all_on_failure(self.run(working.clone()), &working), due);
+        result
+    }
+}
+
 fn panic_reason(err: tokio::task::JoinError) -> String {
     match err.try_into_panic() {
         Ok(panic) => panic
@@ -138,8 +178,13 @@ async fn work<R: Reconcile>(reconciler: Arc<R>, queue: WorkQueue<R::Key>, metric
     while let Some(key) = queue.next().await {
         let span = tracing::info_span!("reconcile", controller = R::NAME, key = %key);
         match reconciler.reconcile(&key).instrument(span).await {
-            Ok(()) => queue.forget(&key),
-            Err(err) => on_error::<R>(&queue, &metrics, &key, &err),
+            Ok(action) => {
+                queue.forget(&key);
+                if let Action::RequeueAfter(delay) = action {
+                    queue.add_after(key.clone(), delay);
+                }
+            }
+            Err(err) => on_error(&*reconciler, &queue, &metrics, &key, &err),
         }
         queue.done(&key);
     }
@@ -148,18 +193,22 @@ async fn work<R: Reconcile>(reconciler: Arc<R>, queue: WorkQueue<R::Key>, metric
 /// The error policy: count the error by kind, retry as the controller
 /// says, and log, except an unreachable API server, which the client logs
 /// once for all requests.
-fn on_error<R: Reconcile>(queue: &WorkQueue<R::Key>, metrics: &Metrics, key: &R::Key, err: &Error) {
+fn on_error<R: Reconcile>(reconciler: &R, queue: &WorkQueue<R::Key>, metrics: &Metrics, key: &R::Key, err: &Error) {
     metrics.reconcile_error(R::NAME, err.kind());
-    let retry = match (err.retry_after(), R::RETRY) {
+    let retry = match (err.retry_after(), reconciler.retry()) {
         (Some(delay), _) => {
             queue.add_after(key.clone(), delay);
             tracing::info!(controller = R::NAME, %key, "the provider asked to retry in {delay:?}: {err}");
             return;
         }
         (None, Retry::Backoff(backoff)) => Some(queue.add_rate_limited(key.clone(), &backoff)),
+        (None, Retry::After(delay)) => {
+            queue.add_after(key.clone(), delay);
+            Some(delay)
+        }
         (None, Retry::NextTrigger) => None,
     };
-    let retry = retry.map_or_else(|| "at the next period".to_owned(), |delay| format!("in {delay:?}"));
+    let retry = retry.map_or_else(|| "at the next trigger".to_owned(), |delay| format!("in {delay:?}"));
     if err.is_transport() {
         tracing::debug!(controller = R::NAME, %key, "failed, retrying {retry}: {err}");
     } else {
@@ -180,8 +229,7 @@ pub async fn stopping_all_on_failure(
     result
 }
 
-/// Calls `tick` now and then every `period` until `stop`: the trigger of
-/// the periodic controllers.
+/// Calls `tick` now and then every `period` until `stop`.
 pub async fn every(period: Duration, stop: CancellationToken, mut tick: impl FnMut()) {
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -221,15 +269,17 @@ mod tests {
 
         const NAME: &'static str = "scripted";
         const QUEUE: &'static str = "scripted";
-        const RETRY: Retry = if RETRIES { Retry::Backoff(Backoff::SERVICE) } else { Retry::NextTrigger };
+        fn retry(&self) -> Retry {
+            if RETRIES { Retry::Backoff(Backoff::SERVICE) } else { Retry::NextTrigger }
+        }
 
-        async fn reconcile(&self, _: &All) -> Result<(), Error> {
+        async fn reconcile(&self, _: &All) -> Result<Action, Error> {
             self.calls.lock().unwrap().push(Instant::now());
             let outcome = self.outcomes.lock().unwrap().remove(0);
             match outcome {
                 Some(ProviderError::Panic { message }) => panic!("{message}"),
                 Some(err) => Err(Error::cloud("failed to do it")(err)),
-                None => Ok(()),
+                None => Ok(Action::AwaitChange),
             }
         }
     }
@@ -294,6 +344,59 @@ mod tests {
         let running = tokio::spawn(runner.run(stop.clone()));
         tokio::time::sleep(Duration::from_secs(600)).await;
         assert_eq!(reconciler.calls.lock().unwrap().len(), 1, "not retried");
+        stop.cancel();
+        running.await.unwrap().unwrap();
+    }
+
+    /// Fails its first reconcile, then succeeds, asking each time to come
+    /// back a minute later.
+    struct EveryMinute {
+        calls: Mutex<Vec<Instant>>,
+    }
+
+    impl Reconcile for EveryMinute {
+        type Key = All;
+
+        const NAME: &'static str = "every-minute";
+        const QUEUE: &'static str = "every-minute";
+
+        fn retry(&self) -> Retry {
+            Retry::After(Duration::from_secs(60))
+        }
+
+        async fn reconcile(&self, _: &All) -> Result<Action, Error> {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push(Instant::now());
+            match calls.len() {
+                1 => Err(Error::cloud("failed to do it")(ProviderError::Cloud("no".into()))),
+                _ => Ok(Action::RequeueAfter(Duration::from_secs(60))),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_comes_back_when_its_reconcile_asks_and_after_a_failure_as_its_retry_says() {
+        let started = Instant::now();
+        let calls = |every: &EveryMinute| every.calls.lock().unwrap().len();
+        run(EveryMinute { calls: Mutex::default() }, 3, calls).await;
+        // `run` polls every 10 ms: a third call a minute late would show.
+        let elapsed = started.elapsed();
+        assert!(elapsed >= Duration::from_secs(120) && elapsed < Duration::from_secs(121), "{elapsed:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sweep_queues_its_keys_now_and_every_period() {
+        let script = Scripted::<false>::new(vec![None; 3]);
+        let runner = Runner::new(script, 1, Metrics::default());
+        let reconciler = runner.reconciler();
+        let stop = CancellationToken::new();
+        let started = Instant::now();
+        let running = tokio::spawn(runner.run_sweeping(Duration::from_secs(30), || vec![All], stop.clone()));
+        while reconciler.calls.lock().unwrap().len() < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let elapsed = started.elapsed();
+        assert!(elapsed >= Duration::from_secs(60) && elapsed < Duration::from_secs(61), "{elapsed:?}");
         stop.cancel();
         running.await.unwrap().unwrap();
     }

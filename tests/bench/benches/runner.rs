@@ -16,7 +16,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_controllers::Metrics;
-use wasm_ccm_controllers::runner::{Reconcile, Retry, Runner};
+use wasm_ccm_controllers::runner::{self, Reconcile, Retry, Runner};
 
 const OBJECTS: usize = 20_000;
 const CONCURRENCY: usize = 20;
@@ -60,11 +60,13 @@ impl Reconcile for Work {
 
     const NAME: &'static str = "bench";
     const QUEUE: &'static str = "bench";
-    const RETRY: Retry = Retry::NextTrigger;
+    fn retry(&self) -> Retry {
+        Retry::NextTrigger
+    }
 
-    async fn reconcile(&self, name: &String) -> Result<(), wasm_ccm_controllers::Error> {
+    async fn reconcile(&self, name: &String) -> Result<runner::Action, wasm_ccm_controllers::Error> {
         self.run(name).await;
-        Ok(())
+        Ok(runner::Action::AwaitChange)
     }
 }
 

@@ -18,7 +18,7 @@ use super::labels::{cloud_labels, labels_to_reconcile};
 use crate::context::Context;
 use crate::error::Error;
 use crate::instances;
-use crate::runner::{Reconcile, Retry};
+use crate::runner::{Action, Reconcile, Retry};
 use crate::taints::{UNINITIALIZED, has_taint, taints};
 use crate::workqueue::Backoff;
 
@@ -41,17 +41,25 @@ impl<C: Cloud> Reconcile for InitializeNode<C> {
 
     const NAME: &'static str = "cloud-node";
     const QUEUE: &'static str = "Nodes";
-    const RETRY: Retry = Retry::Backoff(Backoff::CONTROLLER);
+    fn retry(&self) -> Retry {
+        Retry::Backoff(Backoff::CONTROLLER)
+    }
 
-    async fn reconcile(&self, name: &String) -> Result<(), Error> {
+    async fn reconcile(&self, name: &String) -> Result<Action, Error> {
+        self.sync_node(name).await.map(|()| Action::AwaitChange)
+    }
+}
+
+impl<C: Cloud> InitializeNode<C> {
+    /// Upstream's `syncNode`: an uninitialised node initialised from the
+    /// cloud, an initialised one's labels kept up to date.
+    async fn sync_node(&self, name: &str) -> Result<(), Error> {
         let Some(node) = self.ctx.nodes.store().get(&ObjectRef::new(name)) else {
             return Ok(());
         };
         if has_taint(&node, UNINITIALIZED) { self.initialize(&node).await } else { self.reconcile_labels(&node).await }
     }
-}
 
-impl<C: Cloud> InitializeNode<C> {
     pub(super) fn new(ctx: Context<C>) -> Self {
         let api = Api::all(ctx.client.clone());
         InitializeNode { ctx, api }
@@ -195,7 +203,7 @@ mod tests {
     }
 
     async fn initialize(env: &TestEnv, name: &str) -> Result<(), Error> {
-        InitializeNode::new(env.context()).reconcile(&name.to_owned()).await
+        InitializeNode::new(env.context()).sync_node(name).await
     }
 
     #[tokio::test]

@@ -20,7 +20,7 @@ use self::initialize::InitializeNode;
 use self::refresh::RefreshNode;
 use crate::context::Context;
 use crate::nodes::NodeCache;
-use crate::runner::{Runner, Stopped, every, stopping_all_on_failure};
+use crate::runner::{Runner, Stopped, stopping_all_on_failure};
 use crate::taints::{UNINITIALIZED, has_taint};
 use crate::workqueue::WorkQueue;
 use wasm_ccm_kube::informer::Change;
@@ -81,16 +81,17 @@ impl<C: Cloud> CloudNodeController<C> {
     /// When either stopped on its own.
     pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
         let working = stop.child_token();
-        let (refresh_queue, nodes) = (self.refresh.queue(), self.nodes);
-        let due = every(self.refresh_period, working.clone(), move || {
-            for node in nodes.all().iter().filter(|node| !has_taint(node, UNINITIALIZED)) {
-                refresh_queue.add(node.metadata.name.clone().unwrap_or_default());
-            }
-        });
-        let (initialize, refresh, ()) = tokio::join!(
+        let nodes = self.nodes;
+        let initialized = move || {
+            let initialized = nodes.all().into_iter().filter(|node| !has_taint(node, UNINITIALIZED));
+            initialized.map(|node| node.metadata.name.clone().unwrap_or_default()).collect()
+        };
+        let (initialize, refresh) = tokio::join!(
             stopping_all_on_failure(self.initialize.run(working.clone()), &working),
-            stopping_all_on_failure(self.refresh.run(working.clone()), &working),
-            due,
+            stopping_all_on_failure(
+                self.refresh.run_sweeping(self.refresh_period, initialized, working.clone()),
+                &working
+            ),
         );
         initialize.and(refresh)
     }

@@ -12,7 +12,7 @@ use super::addresses::{changed, node_addresses, provided_node_ips};
 use crate::context::Context;
 use crate::error::Error;
 use crate::instances;
-use crate::runner::{Reconcile, Retry};
+use crate::runner::{Action, Reconcile, Retry};
 use crate::taints::{UNINITIALIZED, has_taint};
 
 /// Refreshes nodes' addresses.
@@ -26,9 +26,19 @@ impl<C: Cloud> Reconcile for RefreshNode<C> {
 
     const NAME: &'static str = "cloud-node-status";
     const QUEUE: &'static str = "cloud-node-status";
-    const RETRY: Retry = Retry::NextTrigger;
+    fn retry(&self) -> Retry {
+        Retry::NextTrigger
+    }
 
-    async fn reconcile(&self, name: &String) -> Result<(), Error> {
+    async fn reconcile(&self, name: &String) -> Result<Action, Error> {
+        self.refresh(name).await.map(|()| Action::AwaitChange)
+    }
+}
+
+impl<C: Cloud> RefreshNode<C> {
+    /// Upstream's `UpdateNodeStatus` for one initialised node: its
+    /// addresses as the cloud has them.
+    async fn refresh(&self, name: &str) -> Result<(), Error> {
         let Some(node) = self.ctx.nodes.store().get(&ObjectRef::new(name)) else {
             return Ok(());
         };
@@ -56,9 +66,7 @@ impl<C: Cloud> Reconcile for RefreshNode<C> {
             .map(drop)
             .map_err(Error::api("failed to update the node's addresses"))
     }
-}
 
-impl<C: Cloud> RefreshNode<C> {
     pub(super) fn new(ctx: Context<C>) -> Self {
         let api = Api::all(ctx.client.clone());
         RefreshNode { ctx, api }
@@ -71,7 +79,7 @@ mod tests {
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
 
     async fn refresh(env: &TestEnv, name: &str) -> Result<(), Error> {
-        RefreshNode::new(env.context()).reconcile(&name.to_owned()).await
+        RefreshNode::new(env.context()).refresh(name).await
     }
 
     fn addresses(node: &Node) -> Vec<String> {

@@ -135,7 +135,7 @@ impl Roster {
 
 /// What a lane does with a Service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub enum Decision {
     /// Ensure its load balancer: the lane serves it and no other configured
     /// provider owns one.
     Ensure,
@@ -174,7 +174,7 @@ impl Claim {
     }
 
     /// What the lane does with `service`.
-    pub fn decide(&self, service: &Service) -> Action {
+    pub fn decide(&self, service: &Service) -> Decision {
         let deleting = service.metadata.deletion_timestamp.is_some();
         let target = self.roster.target(service);
         let serves = !deleting && target.as_deref() == Some(&*self.provider);
@@ -183,17 +183,17 @@ impl Claim {
                 let is_load_balancer =
                     service.spec.as_ref().is_some_and(|spec| spec.type_.as_deref() == Some("LoadBalancer"));
                 if serves {
-                    Action::Ensure
+                    Decision::Ensure
                 } else if !deleting && is_load_balancer && target.is_none() {
-                    Action::Keep
+                    Decision::Keep
                 } else {
-                    Action::Delete
+                    Decision::Delete
                 }
             }
-            Some(owner) if serves && !self.roster.is_configured(&owner) => Action::Ensure,
-            Some(_) => Action::Ignore,
-            None if serves => Action::Ensure,
-            None => Action::Ignore,
+            Some(owner) if serves && !self.roster.is_configured(&owner) => Decision::Ensure,
+            Some(_) => Decision::Ignore,
+            None if serves => Decision::Ensure,
+            None => Decision::Ignore,
         }
     }
 
@@ -204,12 +204,12 @@ impl Claim {
 
     /// Whether the lane gives `service` a load balancer.
     pub fn wants(&self, service: &Service) -> bool {
-        self.decide(service) == Action::Ensure
+        self.decide(service) == Decision::Ensure
     }
 
     /// Whether `service` is the lane's business at all.
     pub fn concerns(&self, service: &Service) -> bool {
-        self.decide(service) != Action::Ignore
+        self.decide(service) != Decision::Ignore
     }
 }
 
@@ -276,9 +276,9 @@ mod tests {
         let classless = service("web");
         let of_b = service("web").with_class("example.com/b");
         let of_nobody = service("web").with_class("example.com/c");
-        assert_eq!((a.decide(&classless), b.decide(&classless)), (Action::Ensure, Action::Ignore));
-        assert_eq!((a.decide(&of_b), b.decide(&of_b)), (Action::Ignore, Action::Ensure));
-        assert_eq!((a.decide(&of_nobody), b.decide(&of_nobody)), (Action::Ignore, Action::Ignore));
+        assert_eq!((a.decide(&classless), b.decide(&classless)), (Decision::Ensure, Decision::Ignore));
+        assert_eq!((a.decide(&of_b), b.decide(&of_b)), (Decision::Ignore, Decision::Ensure));
+        assert_eq!((a.decide(&of_nobody), b.decide(&of_nobody)), (Decision::Ignore, Decision::Ignore));
     }
 
     #[test]
@@ -286,10 +286,10 @@ mod tests {
         let roster = roster();
         let (a, b) = lanes(&roster);
         let moved = owned_by(service("web").with_class("example.com/b"), "a");
-        assert_eq!(a.decide(&moved), Action::Delete, "the owner lets it go");
-        assert_eq!(b.decide(&moved), Action::Ignore, "the new provider waits for it");
+        assert_eq!(a.decide(&moved), Decision::Delete, "the owner lets it go");
+        assert_eq!(b.decide(&moved), Decision::Ignore, "the new provider waits for it");
         let let_go = service("web").with_class("example.com/b");
-        assert_eq!(b.decide(&let_go), Action::Ensure);
+        assert_eq!(b.decide(&let_go), Decision::Ensure);
     }
 
     #[test]
@@ -297,13 +297,13 @@ mod tests {
         let roster = roster();
         let b = Claim::new("b".into(), roster.clone());
         let of_gone = owned_by(service("web").with_class("example.com/b"), "gone");
-        assert_eq!(b.decide(&of_gone), Action::Ensure, "its owner is not configured: taken over");
+        assert_eq!(b.decide(&of_gone), Decision::Ensure, "its owner is not configured: taken over");
         let of_gone = owned_by(service("db").with_class("example.com/c"), "gone");
-        assert_eq!(b.decide(&of_gone), Action::Ignore);
+        assert_eq!(b.decide(&of_gone), Decision::Ignore);
         let a = Claim::new("a".into(), roster.clone());
         roster.set(BTreeMap::from([(Arc::from("a"), serving(&[], true))]));
         let of_dropped_class = owned_by(service("api").with_class("example.com/a"), "a");
-        assert_eq!(a.decide(&of_dropped_class), Action::Keep, "no provider serves its class: kept");
+        assert_eq!(a.decide(&of_dropped_class), Decision::Keep, "no provider serves its class: kept");
     }
 
     #[test]
@@ -311,9 +311,9 @@ mod tests {
         let roster = roster();
         let a = Claim::new("a".into(), roster.clone());
         let cluster_ip = owned_by(service("web").with_type("ClusterIP"), "a");
-        assert_eq!(a.decide(&cluster_ip), Action::Delete);
+        assert_eq!(a.decide(&cluster_ip), Decision::Delete);
         let going = deleting(owned_by(service("db").with_class("example.com/a"), "a"));
-        assert_eq!(a.decide(&going), Action::Delete);
+        assert_eq!(a.decide(&going), Decision::Delete);
     }
 
     /// The annotation flipped to another provider, by the Service's owner:
@@ -324,13 +324,13 @@ mod tests {
         let (a, b) = lanes(&roster);
         let recorded = owned_by(service("web").with_class("example.com/a"), "a");
         let flipped = annotated(recorded.clone(), "b");
-        assert_eq!((a.decide(&flipped), b.decide(&flipped)), (Action::Ensure, Action::Ignore));
+        assert_eq!((a.decide(&flipped), b.decide(&flipped)), (Decision::Ensure, Decision::Ignore));
         assert_eq!(roster.mismatch(&flipped).map(|(owner, named)| (owner.to_string(), named)), Some(("a".into(), "b")));
         assert_eq!(roster.mismatch(&recorded), None);
         let going = deleting(flipped);
-        assert_eq!((a.decide(&going), b.decide(&going)), (Action::Delete, Action::Ignore), "a deletes its own");
+        assert_eq!((a.decide(&going), b.decide(&going)), (Decision::Delete, Decision::Ignore), "a deletes its own");
         let to_ghost = deleting(annotated(recorded, "ghost"));
-        assert_eq!((a.decide(&to_ghost), b.decide(&to_ghost)), (Action::Delete, Action::Ignore));
+        assert_eq!((a.decide(&to_ghost), b.decide(&to_ghost)), (Decision::Delete, Decision::Ignore));
     }
 
     /// kube-vip and others put the standard finalizer on Services of their
@@ -339,8 +339,11 @@ mod tests {
     fn a_finalized_service_of_a_class_nobody_serves_is_nobody_s() {
         let (a, b) = lanes(&roster());
         let other = service("vip").with_class("kube-vip.io/kube-vip-class").with_finalizer();
-        assert_eq!((a.decide(&other), b.decide(&other)), (Action::Ignore, Action::Ignore));
-        assert_eq!((a.decide(&deleting(other.clone())), b.decide(&deleting(other))), (Action::Ignore, Action::Ignore));
+        assert_eq!((a.decide(&other), b.decide(&other)), (Decision::Ignore, Decision::Ignore));
+        assert_eq!(
+            (a.decide(&deleting(other.clone())), b.decide(&deleting(other))),
+            (Decision::Ignore, Decision::Ignore)
+        );
     }
 
     /// Services ensured by a version that kept no records: adopted by the
@@ -349,13 +352,13 @@ mod tests {
     fn a_service_ensured_before_records_were_kept_is_adopted_by_the_provider_of_its_class() {
         let (a, b) = lanes(&roster());
         let legacy = deleting(annotated(service("web").with_class("example.com/b"), "b"));
-        assert_eq!((a.decide(&legacy), b.decide(&legacy)), (Action::Ignore, Action::Delete));
+        assert_eq!((a.decide(&legacy), b.decide(&legacy)), (Decision::Ignore, Decision::Delete));
         let unannotated = service("web").with_type("ClusterIP").with_finalizer();
-        assert_eq!(a.decide(&unannotated), Action::Delete, "a classless Service: the default provider's");
+        assert_eq!(a.decide(&unannotated), Decision::Delete, "a classless Service: the default provider's");
         let forged = deleting(annotated(service("web").with_class("example.com/a"), "b"));
-        assert_eq!((a.decide(&forged), b.decide(&forged)), (Action::Ignore, Action::Ignore), "nobody trusts it");
+        assert_eq!((a.decide(&forged), b.decide(&forged)), (Decision::Ignore, Decision::Ignore), "nobody trusts it");
         let forged = annotated(service("web").with_class("example.com/a"), "b");
-        assert_eq!((a.decide(&forged), b.decide(&forged)), (Action::Ensure, Action::Ignore), "a serves it anyway");
+        assert_eq!((a.decide(&forged), b.decide(&forged)), (Decision::Ensure, Decision::Ignore), "a serves it anyway");
     }
 
     fn in_namespaces(roster: &Roster, labels: &[(&str, &str)]) -> Writer<Namespace> {
@@ -383,21 +386,21 @@ mod tests {
             roster.namespaces = writer.as_reader();
             let (a, b) = lanes(&roster);
             let fresh = service("web").with_class("example.com/b");
-            let expected = if served { Action::Ensure } else { Action::Ignore };
-            assert_eq!((a.decide(&fresh), b.decide(&fresh)), (Action::Ignore, expected), "{labels:?}");
+            let expected = if served { Decision::Ensure } else { Decision::Ignore };
+            assert_eq!((a.decide(&fresh), b.decide(&fresh)), (Decision::Ignore, expected), "{labels:?}");
             assert_eq!(
                 roster.class_provider(&fresh).map(|(name, ok)| (name.to_string(), ok)),
                 Some(("b".into(), served))
             );
             let ensured = owned_by(service("db").with_class("example.com/b"), "b");
-            let expected = if served { Action::Ensure } else { Action::Keep };
+            let expected = if served { Decision::Ensure } else { Decision::Keep };
             assert_eq!(b.decide(&ensured), expected, "{labels:?}: kept, not deleted");
-            assert_eq!(b.decide(&deleting(ensured)), Action::Delete, "and deleted with the Service");
+            assert_eq!(b.decide(&deleting(ensured)), Decision::Delete, "and deleted with the Service");
         }
         let roster = roster();
         let b = Claim::new("b".into(), roster.clone());
         let _writer = in_namespaces(&roster, &[("lb", "b")]);
         let unknown = service("web").with_class("example.com/b");
-        assert_eq!(b.decide(&unknown), Action::Ignore, "a namespace not seen yet is not served");
+        assert_eq!(b.decide(&unknown), Decision::Ignore, "a namespace not seen yet is not served");
     }
 }

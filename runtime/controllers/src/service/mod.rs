@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use self::claim::{Action, Claim, annotation};
+use self::claim::{Claim, Decision, annotation};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
 use self::policy::{LoadBalancerPolicy, SharedPolicy};
@@ -94,10 +94,18 @@ impl<C: Cloud> ServiceController<C> {
     /// When either sync stopped on its own.
     pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
         let working = stop.child_token();
-        let (sync, node_sync, ()) = tokio::join!(
-            stopping_all_on_failure(self.sync.run(working.clone()), &working),
+        let period = self.resync_period;
+        let sync = async {
+            if period.is_zero() {
+                return self.sync.run(working.clone()).await;
+            }
+            let triggers = self.triggers.clone();
+            let tick = (period / 20).clamp(Duration::from_millis(100), Duration::from_secs(30));
+            self.sync.run_sweeping(tick, move || triggers.drifted(period), working.clone()).await
+        };
+        let (sync, node_sync) = tokio::join!(
+            stopping_all_on_failure(sync, &working),
             stopping_all_on_failure(self.node_sync.run(working.clone()), &working),
-            self.triggers.clone().repair_drift(self.resync_period, working.clone()),
         );
         sync.and(node_sync)
     }
@@ -113,23 +121,24 @@ impl ServiceTriggers {
             Change::Applied(service) => {
                 let key = ObjectRef::from_obj(&*service);
                 let observed = self.memory.observe(&key, &service);
-                let action = self.claim.decide(&service);
+                let decision = self.claim.decide(&service);
                 // Another provider letting the Service go changes only
                 // what this one does with it.
-                let turned = observed.previous.as_ref().is_some_and(|previous| self.claim.decide(previous) != action);
+                let turned = observed.previous.as_ref().is_some_and(|previous| self.claim.decide(previous) != decision);
                 // Logged, not an event: upstream removed these Normal
                 // events in 1.32.
                 if let Some(previous) = observed.previous.filter(|_| observed.changed)
                     && let Some((reason, note)) =
-                        update_event(&previous, &service, self.claim.wants(&previous), action == Action::Ensure)
+                        update_event(&previous, &service, self.claim.wants(&previous), decision == Decision::Ensure)
                 {
                     tracing::info!(service = %key, change = reason, "the Service changed: {note}");
                 }
                 // The annotation is written back when it names another
                 // provider: it is not part of what needs a sync.
-                let mislabelled = action == Action::Ensure && annotation(&service) != Some(&**self.claim.provider());
-                if ((observed.changed || turned) && (action != Action::Ignore || observed.held))
-                    || action == Action::Delete
+                let mislabelled =
+                    decision == Decision::Ensure && annotation(&service) != Some(&**self.claim.provider());
+                if ((observed.changed || turned) && (decision != Decision::Ignore || observed.held))
+                    || decision == Decision::Delete
                     || mislabelled
                 {
                     self.queue.add(key);
@@ -174,29 +183,28 @@ impl ServiceTriggers {
         self.policy.set(policy);
     }
 
-    /// Queues every load balancer not ensured for a resync period, spread
-    /// over the period by each Service's key so that they do not all come
-    /// at once; nothing when the period is zero or while the provider's
-    /// policy turns resyncs off.
-    async fn repair_drift(self, period: Duration, stop: CancellationToken) {
-        if period.is_zero() {
-            return;
+    /// The load balancers not ensured for a resync period, each spread
+    /// over the period by its Service's key so that they do not all come
+    /// at once, marked as the resync's in memory; none while the provider's
+    /// policy turns resyncs off. A sweep rather than a requeue after each
+    /// ensure: the sync must tell the resync's ensure, which writes events
+    /// only when it finds something changed, from every other trigger's.
+    fn drifted(&self, period: Duration) -> Vec<ServiceKey> {
+        if !self.policy.read(|policy| policy.resync) {
+            return Vec::new();
         }
-        let tick = (period / 20).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        crate::runner::every(tick, stop, || {
-            if !self.policy.read(|policy| policy.resync) {
-                return;
-            }
-            let now = Instant::now();
-            for (key, ensured) in self.memory.ensured_at() {
-                if now >= ensured + period + spread(&key, period) {
-                    tracing::debug!(service = %key, "re-ensuring to repair drift");
-                    self.memory.resync(&key);
-                    self.queue.add(key);
-                }
-            }
+        let now = Instant::now();
+        let due = self
+            .memory
+            .ensured_at()
+            .into_iter()
+            .filter(|(key, ensured)| now >= *ensured + period + spread(key, period));
+        due.map(|(key, _)| {
+            tracing::debug!(service = %key, "re-ensuring to repair drift");
+            self.memory.resync(&key);
+            key
         })
-        .await;
+        .collect()
     }
 }
 
@@ -242,14 +250,14 @@ mod tests {
         let key = ObjectRef::from_obj(&Service::test("web"));
         triggers.memory.ensured(&key, Arc::default());
         let period = Duration::from_secs(1);
-        let stop = CancellationToken::new();
-        let repairing = tokio::spawn(triggers.clone().repair_drift(period, stop.clone()));
         tokio::time::sleep(period * 3).await;
-        assert_eq!(controller.sync.queue().len(), 0, "no resync while the policy says so");
+        assert_eq!(triggers.drifted(period), [], "no resync while the policy says so");
         triggers.set_policy(LoadBalancerPolicy::default());
-        tokio::time::sleep(period * 3).await;
-        assert_eq!(controller.sync.queue().len(), 1, "resynced once the operator turned resyncs back on");
-        stop.cancel();
-        repairing.await.unwrap();
+        assert_eq!(
+            triggers.drifted(period),
+            std::slice::from_ref(&key),
+            "resynced once the operator turned resyncs back on"
+        );
+        assert!(triggers.memory.take_resync(&key), "as the resync's");
     }
 }

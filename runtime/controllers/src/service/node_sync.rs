@@ -19,7 +19,7 @@ use super::memory::Memory;
 use crate::context::Context;
 use crate::error::Error;
 use crate::nodes::names;
-use crate::runner::{All, Reconcile, Retry};
+use crate::runner::{Action, All, Reconcile, Retry};
 use crate::workqueue::WorkQueue;
 
 /// Node names listed in an event, as upstream.
@@ -40,9 +40,19 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
 
     const NAME: &'static str = "service-node-sync";
     const QUEUE: &'static str = "node";
-    const RETRY: Retry = Retry::NextTrigger;
+    fn retry(&self) -> Retry {
+        Retry::NextTrigger
+    }
 
-    async fn reconcile(&self, _: &All) -> Result<(), Error> {
+    async fn reconcile(&self, _: &All) -> Result<Action, Error> {
+        self.sync_nodes().await.map(|()| Action::AwaitChange)
+    }
+}
+
+impl<C: Cloud> NodeSync<C> {
+    /// Upstream's `nodeSyncService` pass: every load balancer whose
+    /// nodes changed since it was last given them is updated.
+    async fn sync_nodes(&self) -> Result<(), Error> {
         let nodes = self.ctx.nodes.eligible();
         let stale = self.memory.stale(&nodes);
         if stale.is_empty() {
@@ -68,9 +78,7 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
         tracing::info!(nodes = nodes.len(), failed, "synced load balancer nodes in {:?}", started.elapsed());
         Ok(())
     }
-}
 
-impl<C: Cloud> NodeSync<C> {
     pub(super) fn new(
         ctx: Context<C>,
         services: Store<Service>,

@@ -14,14 +14,14 @@ use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::ServiceKey;
-use super::claim::{Action, Claim, annotation};
+use super::claim::{Claim, Decision, annotation};
 use super::memory::Memory;
 use super::policy::SharedPolicy;
 use super::rules::{has_finalizer, same_ingress};
 use super::{ingress, ownership};
 use crate::context::Context;
 use crate::error::Error;
-use crate::runner::{Reconcile, Retry};
+use crate::runner::{Action, Reconcile, Retry};
 use crate::workqueue::Backoff;
 
 /// Syncs one Service at a time per key.
@@ -38,14 +38,24 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
 
     const NAME: &'static str = "service";
     const QUEUE: &'static str = "service";
-    const RETRY: Retry = Retry::Backoff(Backoff::SERVICE);
+    fn retry(&self) -> Retry {
+        Retry::Backoff(Backoff::SERVICE)
+    }
 
-    async fn reconcile(&self, key: &ServiceKey) -> Result<(), Error> {
+    async fn reconcile(&self, key: &ServiceKey) -> Result<Action, Error> {
+        self.sync(key).await.map(|()| Action::AwaitChange)
+    }
+}
+
+impl<C: Cloud> ServiceSync<C> {
+    /// Upstream's `syncService`: the load balancer ensured, kept or deleted
+    /// as the claim decides, with a Warning event when that fails.
+    async fn sync(&self, key: &ServiceKey) -> Result<(), Error> {
         let _lock = self.memory.lock_service(key).await;
         let Some(service) = self.services.get(key) else {
             return self.vanished(key).await;
         };
-        let action = self.claim.decide(&service);
+        let decision = self.claim.decide(&service);
         let held = self.memory.may_have_load_balancer(key);
         // The new copy is recorded only once the old one's load balancer is
         // gone, so that a failed delete is retried rather than leaked.
@@ -53,18 +63,18 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
             tracing::info!(service = %key, "the Service came back with another UID: deleting the old one's load balancer");
             self.delete_for_gone(&last).await?;
         }
-        self.memory.reconciling(key, service.clone(), action != Action::Ignore || held);
-        let result = match action {
-            Action::Ensure => self.ensure(key, &service).await,
-            Action::Delete => self.delete(key, &service).await,
-            Action::Keep => {
+        self.memory.reconciling(key, service.clone(), decision != Decision::Ignore || held);
+        let result = match decision {
+            Decision::Ensure => self.ensure(key, &service).await,
+            Decision::Delete => self.delete(key, &service).await,
+            Decision::Keep => {
                 self.keep(&service);
                 Ok(())
             }
             // Upstream's delete path for a Service that no longer wants
             // the load balancer this provider gave it.
-            Action::Ignore if held => self.delete(key, &service).await,
-            Action::Ignore => {
+            Decision::Ignore if held => self.delete(key, &service).await,
+            Decision::Ignore => {
                 self.memory.deleted(key);
                 Ok(())
             }
@@ -75,9 +85,7 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
         }
         result
     }
-}
 
-impl<C: Cloud> ServiceSync<C> {
     pub(super) fn new(
         ctx: Context<C>,
         services: Store<Service>,
