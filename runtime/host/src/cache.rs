@@ -203,6 +203,21 @@ impl CompileCache {
         format!("{wasm_digest}-{}.cwasm", self.engine)
     }
 
+    /// The seed of the randomness a provider's `initialize` draws in the
+    /// instance that is snapshotted, from this cache's key and `inputs`
+    /// (the component, its configuration, the cluster's name): the same
+    /// provider configured the same way makes the same snapshot, which the
+    /// cache then keeps, and the seed stays unknown to whoever lacks the key.
+    pub(crate) fn snapshot_seed(&self, inputs: &[&[u8]]) -> [u8; 32] {
+        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
+        mac.update(b"wasm-ccm snapshot seed");
+        for input in inputs {
+            mac.update(&(input.len() as u64).to_le_bytes());
+            mac.update(input);
+        }
+        mac.finalize().into_bytes().into()
+    }
+
     fn tag(&self, name: &str, code: &[u8]) -> HmacSha256 {
         let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
         mac.update(name.as_bytes());

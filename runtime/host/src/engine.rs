@@ -182,6 +182,13 @@ impl Engine {
         &self.inner.metrics
     }
 
+    /// The seed of a snapshot's randomness for `inputs`, when a compile
+    /// cache can keep the snapshots it makes the same (see
+    /// [`CompileCache::snapshot_seed`]); `None`: randomness from the system.
+    pub(crate) fn snapshot_seed(&self, inputs: &[&[u8]]) -> Option<[u8; 32]> {
+        self.inner.cache.as_ref().map(|cache| cache.snapshot_seed(inputs))
+    }
+
     /// The compile cache, when the settings name one.
     pub fn compile_cache(&self) -> Option<&CompileCache> {
         self.inner.cache.as_ref()

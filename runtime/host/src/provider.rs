@@ -158,7 +158,8 @@ impl LoadedProvider {
                 (None, spec.wasm.clone())
             }
         };
-        let (pre, cache_outcome) = prepare(engine, &spec.name, wasm, true).await?;
+        let (pre, cache_outcome) = prepare(engine, wasm, true).await?;
+        engine.metrics().compile(&spec.name, cache_outcome);
         let outbound = Outbound::new(
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
@@ -185,10 +186,15 @@ impl LoadedProvider {
             compiled: cache_outcome,
             start: Start::Initializing,
         };
-        let (info, snapshot) = provider.start(instrumented).await.map_err(LoadError::Startup)?;
+        let seed = instrumented
+            .as_ref()
+            .and_then(|_| engine.snapshot_seed(&[&spec.wasm, &provider.config, provider.cluster_name.as_bytes()]));
+        let (info, snapshot) = provider.start(instrumented, seed).await.map_err(LoadError::Startup)?;
         provider.info = info;
         if let Some(snapshot) = snapshot {
-            match prepare(engine, &provider.name, snapshot.into(), false).await {
+            // A seeded snapshot is the same for the same provider and
+            // configuration: the compile cache keeps it for the next load.
+            match prepare(engine, snapshot.into(), seed.is_some()).await {
                 Ok((pre, _)) => (provider.pre, provider.start) = (pre, Start::FromSnapshot),
                 Err(err) => tracing::warn!(
                     provider = %provider.name,
@@ -253,10 +259,13 @@ impl LoadedProvider {
     /// Asks the provider who it is, in one instance: its name, then
     /// `initialize`, then what it supports; and, when it runs the
     /// `instrumented` component, snapshots that instance for every call to
-    /// start from (`None` when it holds host resources).
+    /// start from (`None` when it holds host resources). Its randomness is
+    /// drawn from `seed`, when given, so that the snapshot is the same for
+    /// the same provider and configuration.
     async fn start(
         &self,
         instrumented: Option<Arc<snapshot::Instrumented>>,
+        seed: Option<[u8; 32]>,
     ) -> Result<(ProviderInfo, Option<Vec<u8>>), ProviderError> {
         let config = self.config.clone();
         let cluster_name = self.cluster_name.clone();
@@ -264,6 +273,7 @@ impl LoadedProvider {
         self.run(
             "provider.start",
             false,
+            seed,
             Box::new(move |instance, bindings, store| {
                 Box::pin(async move {
                     let provider = bindings.wasm_ccm_provider_provider();
@@ -294,6 +304,7 @@ impl LoadedProvider {
             .run(
                 Function::ProviderName.call_name(),
                 false,
+                None,
                 operation(|bindings, store| {
                     Box::pin(async move { bindings.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) })
                 }),
@@ -312,13 +323,14 @@ impl LoadedProvider {
 
     /// Runs `operation` on a fresh, initialised instance.
     pub(crate) async fn call<R: Send>(&self, function: Function, operation: Operation<R>) -> Result<R, ProviderError> {
-        self.run(function.call_name(), self.start == Start::Initializing, operation).await
+        self.run(function.call_name(), self.start == Start::Initializing, None, operation).await
     }
 
     async fn run<R: Send>(
         &self,
         function: &'static str,
         initialize: bool,
+        seed: Option<[u8; 32]>,
         operation: Operation<R>,
     ) -> Result<R, ProviderError> {
         let origin = Origin::new(self.name.clone(), CALLS.fetch_add(1, Ordering::Relaxed));
@@ -326,7 +338,7 @@ impl LoadedProvider {
         let started = Instant::now();
         let deadline = started + self.limits.deadline;
         let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
-        let mut store = self.store(origin, deadline, stderr.clone());
+        let mut store = self.store(origin, deadline, stderr.clone(), seed);
         let execution = async {
             let instance = self.pre.instance_pre().instantiate_async(&mut store).await?;
             let bindings = CloudProvider::new(&mut store, &instance)?;
@@ -359,9 +371,15 @@ impl LoadedProvider {
         result
     }
 
-    fn store(&self, origin: Origin, deadline: Instant, stderr: GuestOutput) -> Store<CallState> {
+    fn store(
+        &self,
+        origin: Origin,
+        deadline: Instant,
+        stderr: GuestOutput,
+        seed: Option<[u8; 32]>,
+    ) -> Store<CallState> {
         let state = CallState {
-            wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr),
+            wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr, seed),
             table: resource_table(),
             limiter: MemoryLimiter::new(self.limits.memory, self.memory_in_use.clone()),
             http: HttpImport {
@@ -424,14 +442,10 @@ impl LoadedProvider {
 /// checks it is a provider, and links it to what the host provides.
 async fn prepare(
     engine: &Engine,
-    name: &str,
     wasm: Arc<[u8]>,
     cached: bool,
 ) -> Result<(CloudProviderPre<CallState>, CacheOutcome), LoadError> {
     let (compiled, cache_outcome) = engine.compile(wasm, cached).await?;
-    if cached {
-        engine.metrics().compile(name, cache_outcome);
-    }
     let mut linker = Linker::<CallState>::new(engine.wasmtime());
     link(&mut linker).map_err(LoadError::engine)?;
     let instance_pre =

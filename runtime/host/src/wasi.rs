@@ -3,6 +3,8 @@
 //! preopened directory), no environment, no arguments, no sockets (not even
 //! linked), an empty stdin; stdout and stderr go to the log.
 
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -70,13 +72,16 @@ pub(crate) fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> wa
     Ok(())
 }
 
-/// A call's WASI context: stdout and stderr into the log, nothing else.
-pub(crate) fn context(stdout: GuestOutput, stderr: GuestOutput) -> WasiCtx {
-    WasiCtxBuilder::new()
-        .stdout(stdout)
-        .stderr(stderr)
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .build()
+/// A call's WASI context: stdout and stderr into the log, nothing else;
+/// randomness from the system, or drawn from `seed`.
+pub(crate) fn context(stdout: GuestOutput, stderr: GuestOutput, seed: Option<[u8; 32]>) -> WasiCtx {
+    let mut builder = WasiCtxBuilder::new();
+    builder.stdout(stdout).stderr(stderr).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    if let Some(seed) = seed {
+        let mut secure = StdRng::from_seed(seed);
+        let insecure = StdRng::from_rng(&mut secure);
+        let insecure_seed = u128::from(secure.next_u64()) << 64 | u128::from(secure.next_u64());
+        builder.insecure_random(insecure).insecure_random_seed(insecure_seed).secure_random(secure);
+    }
+    builder.build()
 }

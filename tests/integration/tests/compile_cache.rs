@@ -51,24 +51,22 @@ async fn load(engine: &Engine, wasm: &[u8]) -> LoadedProvider {
         .expect("the provider loads")
 }
 
-/// The number of entries (`*.cwasm`) in the cache.
-fn entries(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|entry| entry.as_ref().unwrap().path().extension().is_some_and(|ext| ext == "cwasm"))
-        .count()
-}
-
-/// The cache's one entry: what the host compiles for a component is the
-/// component instrumented for its snapshot, under that form's digest.
-fn only_entry(dir: &Path) -> PathBuf {
-    let mut found = std::fs::read_dir(dir)
+/// The cache's entries (`*.cwasm`), in name order.
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "cwasm"));
-    let entry = found.next().expect("an entry");
-    assert!(found.next().is_none(), "one entry in {}", dir.display());
-    entry
+        .filter(|path| path.extension().is_some_and(|ext| ext == "cwasm"))
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Writes `bytes` over every entry of the cache.
+fn overwrite_all(dir: &Path, bytes: &[u8]) {
+    for entry in entries(dir) {
+        std::fs::write(entry, bytes).unwrap();
+    }
 }
 
 #[tokio::test]
@@ -78,7 +76,8 @@ async fn a_second_load_hits_the_cache_and_serves() {
     let engine = engine_with_cache(dir.path(), OptLevel::Speed);
     let first = load(&engine, &wasm).await;
     assert_eq!(first.cache_outcome(), CacheOutcome::Miss);
-    assert_eq!(entries(dir.path()), 1, "the snapshot, compiled once per load, is not cached");
+    let cached = entries(dir.path());
+    assert_eq!(cached.len(), 2, "the component instrumented for its snapshot, and the snapshot");
 
     let second = load(&engine, &wasm).await;
     assert_eq!(second.cache_outcome(), CacheOutcome::Hit);
@@ -86,6 +85,7 @@ async fn a_second_load_hits_the_cache_and_serves() {
     let restarted = engine_with_cache(dir.path(), OptLevel::Speed);
     let third = load(&restarted, &wasm).await;
     assert_eq!(third.cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(entries(dir.path()), cached, "the snapshot's randomness is seeded: the same snapshot, cached");
     let from_cache = ProviderHandle::new(third);
     assert_eq!(from_cache.info().name, "fake");
     let compiled = load(&uncached(), &wasm).await;
@@ -120,7 +120,7 @@ async fn changing_how_code_is_generated_misses() {
     );
     assert_eq!(load(&unoptimised, &wasm).await.cache_outcome(), CacheOutcome::Miss);
     assert_eq!(load(&unoptimised, &wasm).await.cache_outcome(), CacheOutcome::Hit);
-    assert_eq!(entries(dir.path()), 2, "one entry per engine configuration");
+    assert_eq!(entries(dir.path()).len(), 4, "one component and one snapshot per engine configuration");
     // The first engine's entry is still there and still its own.
     assert_eq!(load(&fast, &wasm).await.cache_outcome(), CacheOutcome::Hit);
 
@@ -128,7 +128,7 @@ async fn changing_how_code_is_generated_misses() {
     let other = guest("guest-hostile");
     let hostile = LoadedProvider::load(&fast, spec("hostile", other, b"")).await.unwrap();
     assert_eq!(hostile.cache_outcome(), CacheOutcome::Miss);
-    assert_eq!(entries(dir.path()), 3);
+    assert_eq!(entries(dir.path()).len(), 6);
 }
 
 #[tokio::test]
@@ -141,28 +141,46 @@ async fn a_tampered_entry_is_refused_compiled_again_and_overwritten() {
     let wasm = guest("provider-fake");
     let engine = engine_with_cache(dir.path(), OptLevel::Speed);
     assert_eq!(load(&engine, &wasm).await.cache_outcome(), CacheOutcome::Miss);
-    let path = only_entry(dir.path());
-    let genuine = std::fs::read(&path).unwrap();
+    let paths = entries(dir.path());
+    let genuine: Vec<Vec<u8>> = paths.iter().map(|path| std::fs::read(path).unwrap()).collect();
 
-    // One bit of the machine code, in the middle of the entry.
-    let mut tampered = genuine.clone();
-    let middle = tampered.len() / 2;
-    tampered[middle] ^= 0x01;
-    std::fs::write(&path, &tampered).unwrap();
+    // One bit of the machine code, in the middle of each entry.
+    let tampered: Vec<Vec<u8>> = genuine
+        .iter()
+        .map(|bytes| {
+            let mut tampered = bytes.clone();
+            let middle = tampered.len() / 2;
+            tampered[middle] ^= 0x01;
+            tampered
+        })
+        .collect();
+    for (path, bytes) in paths.iter().zip(&tampered) {
+        std::fs::write(path, bytes).unwrap();
+    }
     let logs = warnings();
     let provider = load(&engine, &wasm).await;
     assert_eq!(provider.cache_outcome(), CacheOutcome::Rejected);
     assert_eq!(ProviderHandle::new(provider).info().name, "fake");
-    let warning = logs.text().lines().find(|line| line.contains(&path.display().to_string())).map(str::to_owned);
-    let warning = warning.unwrap_or_else(|| panic!("no warning names {}:\n{}", path.display(), logs.text()));
-    assert!(warning.contains("compile cache entry refused; compiling again"), "{warning}");
-    assert!(warning.contains("the entry's tag does not verify with the cache's key"), "{warning}");
+    for path in &paths {
+        let warning = logs.text().lines().find(|line| line.contains(&path.display().to_string())).map(str::to_owned);
+        let warning = warning.unwrap_or_else(|| panic!("no warning names {}:\n{}", path.display(), logs.text()));
+        assert!(warning.contains("compile cache entry refused; compiling again"), "{warning}");
+        assert!(warning.contains("the entry's tag does not verify with the cache's key"), "{warning}");
+    }
     // Compiling the same component twice need not give the same bytes.
-    assert!(std::fs::read(&path).unwrap() != tampered, "the entry was written again from a fresh compilation");
+    for (path, bytes) in paths.iter().zip(&tampered) {
+        assert!(
+            std::fs::read(path).unwrap() != *bytes,
+            "{} was written again from a fresh compilation",
+            path.display()
+        );
+    }
     assert_eq!(load(&engine, &wasm).await.cache_outcome(), CacheOutcome::Hit);
 
     // Truncated, as by a full disk.
-    std::fs::write(&path, &genuine[..genuine.len() / 3]).unwrap();
+    for (path, bytes) in paths.iter().zip(&genuine) {
+        std::fs::write(path, &bytes[..bytes.len() / 3]).unwrap();
+    }
     assert_eq!(load(&engine, &wasm).await.cache_outcome(), CacheOutcome::Rejected);
     assert_eq!(load(&engine, &wasm).await.cache_outcome(), CacheOutcome::Hit);
 }
@@ -173,35 +191,37 @@ async fn entries_this_host_did_not_write_are_refused() {
     let fake = guest("provider-fake");
     let engine = engine_with_cache(dir.path(), OptLevel::Speed);
     assert_eq!(load(&engine, &fake).await.cache_outcome(), CacheOutcome::Miss);
-    let path = only_entry(dir.path());
-    let genuine = std::fs::read(&path).unwrap();
+    let genuine = std::fs::read(&entries(dir.path())[0]).unwrap();
     let header_len = genuine.iter().position(|&b| b == b'\n').unwrap() + 1;
     let header = &genuine[..header_len];
 
     // Another provider's real machine code, planted under the fake
-    // provider's name: bare, as wasmtime serialises it, and dressed with
+    // provider's names: bare, as wasmtime serialises it, and dressed with
     // the cache's header and a made-up tag.
     let hostile = component::compile(&engine, &guest("guest-hostile")).unwrap().serialize().unwrap();
     let mut dressed = header.to_vec();
     dressed.extend_from_slice(&[0x5a; 32]);
     dressed.extend_from_slice(&hostile);
     for planted in [hostile.clone(), dressed] {
-        std::fs::write(&path, &planted).unwrap();
+        overwrite_all(dir.path(), &planted);
         let provider = load(&engine, &fake).await;
         assert_eq!(provider.cache_outcome(), CacheOutcome::Rejected);
         assert_eq!(ProviderHandle::new(provider).info().name, "fake", "the planted code did not run");
-        assert!(std::fs::read(&path).unwrap() != planted, "the planted entry was overwritten");
+        for path in entries(dir.path()) {
+            assert!(std::fs::read(&path).unwrap() != planted, "{} was overwritten", path.display());
+        }
     }
 
-    // A genuine entry of another cache, with its own key: on another
+    // Genuine entries of another cache, with its own key: on another
     // machine, from a backup, or from an image.
     let elsewhere = tempfile::tempdir().unwrap();
     let other_engine = engine_with_cache(elsewhere.path(), OptLevel::Speed);
     assert_eq!(load(&other_engine, &fake).await.cache_outcome(), CacheOutcome::Miss);
-    let foreign = only_entry(elsewhere.path());
-    assert_eq!(foreign.file_name(), path.file_name(), "the same component and engine: the same name");
-    assert!(std::fs::read(&foreign).unwrap() != genuine, "another key, another tag");
-    std::fs::copy(&foreign, &path).unwrap();
+    for foreign in entries(elsewhere.path()) {
+        let path = dir.path().join(foreign.file_name().unwrap());
+        assert!(std::fs::read(&foreign).unwrap() != std::fs::read(&path).unwrap(), "another key, another tag");
+        std::fs::copy(&foreign, &path).unwrap();
+    }
     assert_eq!(load(&engine, &fake).await.cache_outcome(), CacheOutcome::Rejected);
     assert_eq!(load(&engine, &fake).await.cache_outcome(), CacheOutcome::Hit);
 }
