@@ -135,8 +135,8 @@ impl Confinement {
     /// lets it through. A confined path is opened beneath its root's
     /// directory by the kernel (`openat2` with `RESOLVE_BENEATH`), so that a
     /// symbolic link swapped in after the path was resolved cannot lead out
-    /// of the root either; where the kernel has no `openat2`, the resolved
-    /// path is opened as it is.
+    /// of the root either; where the kernel has no `openat2`, or a seccomp
+    /// profile refuses it, the resolved path is opened as it is.
     ///
     /// # Errors
     /// As [`Confinement::resolve`] and [`read`].
@@ -169,9 +169,20 @@ fn open_beneath(root: &Path, resolved: &Path) -> Result<std::fs::File, FileError
     ) {
         Ok(file) => Ok(std::fs::File::from(file)),
         Err(rustix::io::Errno::XDEV) => Err(FileError::Escapes),
-        Err(rustix::io::Errno::NOSYS) => Ok(std::fs::File::open(resolved)?),
+        Err(errno) if openat2_unavailable(errno) => Ok(std::fs::File::open(resolved)?),
         Err(err) => Err(std::io::Error::from(err).into()),
     }
+}
+
+/// Whether `openat2` failing with `errno` says that the call itself is not
+/// available rather than anything about the file: a kernel before 5.6
+/// (`ENOSYS`), or a seccomp profile that does not know it, as the older
+/// default profiles of container runtimes, which answer `EPERM` (reading a
+/// file the process may not read fails with `EACCES`). The resolved path
+/// is then opened as it is.
+#[cfg(target_os = "linux")]
+fn openat2_unavailable(errno: rustix::io::Errno) -> bool {
+    matches!(errno, rustix::io::Errno::NOSYS | rustix::io::Errno::PERM)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -213,6 +224,17 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_an_unavailable_openat2_falls_back_to_a_plain_open() {
+        use rustix::io::Errno;
+        assert!(openat2_unavailable(Errno::NOSYS), "a kernel before 5.6");
+        assert!(openat2_unavailable(Errno::PERM), "a seccomp profile that does not know openat2");
+        for errno in [Errno::ACCESS, Errno::NOENT, Errno::LOOP, Errno::XDEV, Errno::AGAIN] {
+            assert!(!openat2_unavailable(errno), "{errno:?} is about the file or its path");
+        }
+    }
 
     /// A root holding a Secret volume's layout (`key -> ..data/key`,
     /// `..data -> ..2026_11_25_10_00_00.1`), and a file beside the root.
