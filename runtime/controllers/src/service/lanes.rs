@@ -31,9 +31,10 @@ pub(crate) struct LaneTriggers {
     roster: Roster,
     events: Events,
     services: Store<Service>,
-    /// The Services warned about being outside their provider's
-    /// namespaces, warned again only once they were back in.
-    outside: Arc<Mutex<HashSet<ServiceKey>>>,
+    /// The warnings given about Services, by Service and reason: each is
+    /// given once, and again only after what it warned about cleared, so
+    /// that re-lists do not repeat it.
+    warned: Arc<Mutex<HashSet<(ServiceKey, &'static str)>>>,
 }
 
 impl LaneTriggers {
@@ -66,7 +67,8 @@ impl LaneTriggers {
                 self.warn_if_outside(service);
             }
             Change::Deleted(service) => {
-                self.outside().remove(&ObjectRef::from_obj(&**service));
+                let key = ObjectRef::from_obj(&**service);
+                self.warned().retain(|(warned, _)| *warned != key);
             }
             Change::Resynced => {}
         }
@@ -87,8 +89,8 @@ impl LaneTriggers {
         }
     }
 
-    fn outside(&self) -> std::sync::MutexGuard<'_, HashSet<ServiceKey>> {
-        self.outside.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn warned(&self) -> std::sync::MutexGuard<'_, HashSet<(ServiceKey, &'static str)>> {
+        self.warned.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Tells every lane that the nodes changed.
@@ -96,59 +98,65 @@ impl LaneTriggers {
         self.each(ServiceTriggers::nodes_changed);
     }
 
+    /// Gives the Warning `reason` about `service` with `note`, once until
+    /// it is given no note, when what it warns about cleared.
+    fn warn_once(&self, service: &Service, reason: &'static str, note: Option<String>) {
+        let key = (ObjectRef::from_obj(service), reason);
+        let Some(note) = note else {
+            self.warned().remove(&key);
+            return;
+        };
+        let first = self.warned().insert(key);
+        if first {
+            self.events.warning(service.object_ref(&()), reason, note);
+        }
+    }
+
     /// Warns about a Service whose load balancer's provider is no longer
     /// configured while no other serves its class: the load balancer stays
     /// as it is.
     fn warn_if_stray(&self, service: &Service) {
-        let Some(spec) = service.spec.as_ref().filter(|spec| spec.type_.as_deref() == Some("LoadBalancer")) else {
-            return;
-        };
-        let Some(owner) = self.roster.owner(service) else {
-            return;
-        };
-        if self.roster.is_configured(&owner) || self.roster.target(service).is_some() {
-            return;
-        }
-        let class = spec.load_balancer_class.as_deref().unwrap_or("(none)");
-        let note = format!(
-            "Provider {owner}, which made the load balancer, is not configured: the load balancer is kept until a \
-             provider serves load balancer class {class}"
-        );
-        self.events.warning(service.object_ref(&()), "LoadBalancerProviderNotConfigured", note);
+        let note = (|| {
+            let spec = service.spec.as_ref().filter(|spec| spec.type_.as_deref() == Some("LoadBalancer"))?;
+            let owner = self.roster.owner(service)?;
+            if self.roster.is_configured(&owner) || self.roster.target(service).is_some() {
+                return None;
+            }
+            let class = spec.load_balancer_class.as_deref().unwrap_or("(none)");
+            Some(format!(
+                "Provider {owner}, which made the load balancer, is not configured: the load balancer is kept until \
+                 a provider serves load balancer class {class}"
+            ))
+        })();
+        self.warn_once(service, "LoadBalancerProviderNotConfigured", note);
     }
 
     /// Warns about a Service whose annotation names another provider than
     /// the one recorded as its load balancer's: the recorded one keeps
     /// acting on it, and writes the annotation back when it ensures it.
     fn warn_if_mislabelled(&self, service: &Service) {
-        if let Some((owner, named)) = self.roster.mismatch(service) {
-            let note = format!(
+        let note = self.roster.mismatch(service).map(|(owner, named)| {
+            format!(
                 "The annotation {PROVIDER_ANNOTATION} names provider {named}, but provider {owner} made the load \
                  balancer: only {owner} acts on it"
-            );
-            self.events.warning(service.object_ref(&()), "LoadBalancerProviderMismatch", note);
-        }
+            )
+        });
+        self.warn_once(service, "LoadBalancerProviderMismatch", note);
     }
 
-    /// Warns, once until it comes back in, about a Service of a class a
-    /// provider serves but in a namespace it does not serve, that has no
-    /// load balancer: it gets none.
+    /// Warns about a Service of a class a provider serves but in a
+    /// namespace it does not serve, that has no load balancer: it gets
+    /// none.
     fn warn_if_outside(&self, service: &Service) {
-        let key = ObjectRef::from_obj(service);
         let outside = service.metadata.deletion_timestamp.is_none()
             && self.roster.owner(service).is_none()
             && self.roster.class_provider(service).is_some_and(|(_, in_namespace)| !in_namespace);
-        if !outside {
-            self.outside().remove(&key);
-            return;
-        }
-        if !self.outside().insert(key) {
-            return;
-        }
-        let (provider, _) = self.roster.class_provider(service).unwrap_or_default();
-        let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
-        let note = format!("Provider {provider} does not serve namespace {namespace}: no load balancer is made");
-        self.events.warning(service.object_ref(&()), "LoadBalancerNamespaceNotServed", note);
+        let note = outside.then(|| {
+            let (provider, _) = self.roster.class_provider(service).unwrap_or_default();
+            let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
+            format!("Provider {provider} does not serve namespace {namespace}: no load balancer is made")
+        });
+        self.warn_once(service, "LoadBalancerNamespaceNotServed", note);
     }
 }
 
@@ -178,7 +186,7 @@ impl<C: Cloud> ServiceLanes<C> {
             roster: Roster::new(namespaces),
             events: base.events.clone(),
             services: services.clone(),
-            outside: Arc::default(),
+            warned: Arc::default(),
         };
         let mut lanes = ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new() };
         lanes.triggers.roster.set(roster(members));
@@ -295,4 +303,41 @@ impl<C: Cloud> ServiceLanes<C> {
 
 fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::serves::Serves> {
     members.iter().map(|(name, member)| (name.clone(), member.serves.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::reflector::store::Writer;
+
+    use super::*;
+    use crate::fixtures::{OwnedFixture, ServiceFixture, TestCloud, TestEnv};
+    use crate::serves::Serves;
+
+    fn member(cloud: &TestCloud, default_load_balancer: bool) -> Member<TestCloud> {
+        let serves = Serves { default_load_balancer, ..Serves::default() };
+        Member { cloud: cloud.clone(), serves, load_balancers: LoadBalancerPolicy::default() }
+    }
+
+    #[tokio::test]
+    async fn a_warning_is_given_once_until_what_it_warns_about_clears() {
+        let mut env = TestEnv::new(TestCloud::default()).await;
+        let members =
+            Members::from([(Arc::from("a"), member(&env.cloud, true)), (Arc::from("b"), member(&env.cloud, false))]);
+        let lanes = ServiceLanes::new(env.context(), env.services(), Writer::default().as_reader(), &members);
+        let triggers = lanes.triggers();
+        let ensured = Service::test("web").recorded_as("a").with_annotations(&[(PROVIDER_ANNOTATION, "a")]);
+        let mislabelled = ensured.clone().with_annotations(&[(PROVIDER_ANNOTATION, "b")]);
+        let applied = |service: &Service| triggers.observe(&Change::Applied(Arc::new(service.clone())));
+
+        applied(&mislabelled);
+        applied(&mislabelled);
+        applied(&mislabelled);
+        assert_eq!(env.event_reasons(), ["LoadBalancerProviderMismatch"], "once, however often re-listed");
+        applied(&ensured);
+        applied(&mislabelled);
+        assert_eq!(env.event_reasons(), ["LoadBalancerProviderMismatch"], "again once it had cleared");
+        triggers.observe(&Change::Deleted(Arc::new(mislabelled.clone())));
+        applied(&mislabelled);
+        assert_eq!(env.event_reasons(), ["LoadBalancerProviderMismatch"], "again for a Service made anew");
+    }
 }
