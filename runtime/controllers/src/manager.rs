@@ -279,9 +279,14 @@ impl<C: Cloud> ControllerManager<C> {
         }
         let synced = async {
             node_store.wait_until_ready().await?;
-            if let Some((store, namespaces, ..)) = &services {
+            if let Some((store, namespaces, _, lanes)) = &services {
                 store.wait_until_ready().await?;
-                namespaces.wait_until_ready().await?;
+                // Only a provider that picks Services by their namespace's
+                // labels needs the namespaces listed first: without one, a
+                // missing grant for namespaces holds nothing up.
+                if lanes.triggers().selects_namespaces() {
+                    namespaces.wait_until_ready().await?;
+                }
             }
             Ok::<_, kube::runtime::reflector::store::WriterDropped>(())
         };
@@ -294,8 +299,8 @@ impl<C: Cloud> ControllerManager<C> {
         // Stopped by `stop`, or by one of them ending on its own.
         let working = stop.child_token();
         let mut controllers = JoinSet::new();
-        // Services are observed once the namespaces are listed too: which
-        // provider serves one depends on its namespace's labels.
+        // Services are observed once the namespaces are listed too when a
+        // provider picks Services by their namespace's labels.
         if let Some((_, _, mut updates, lanes)) = services {
             let triggers = lanes.triggers();
             tasks.spawn(async move {

@@ -1189,6 +1189,77 @@ async fn each_controller_acts_as_its_own_service_account() {
     assert!(refused.is_empty(), "nothing was refused: {refused:?}");
 }
 
+/// Upgraded without the grant this release's RBAC adds for namespaces
+/// (list and watch), wasm-ccm still gives load balancers: only a provider
+/// that picks Services by their namespace's labels waits for namespaces to
+/// be listed, and the one provider here does not; the refused list is
+/// retried until the grant comes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upgrade_without_the_namespaces_grant_still_serves_load_balancers() {
+    let Some(Backend::Real(assets)) =
+        Backend::real("deploy::an_upgrade_without_the_namespaces_grant_still_serves_load_balancers")
+    else {
+        return;
+    };
+    let plane = ControlPlane::start(&assets, Options { audit: true }).await.unwrap();
+    let cloud = FakeCloud::start().await.unwrap();
+    let config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.51.100.0/24"]});
+    let manifests = Manifests::build_with(&guest("provider-fake"), Some(&config.to_string()), &[]);
+    let built = std::fs::read_to_string(manifests.built()).unwrap();
+    let mut removed = 0;
+    let previous: Vec<String> = yaml_documents(&built)
+        .into_iter()
+        .map(|mut object| {
+            if let Some(rules) = object["rules"].as_array_mut() {
+                let before = rules.len();
+                rules.retain(|rule| rule["resources"] != json!(["namespaces"]));
+                removed += before - rules.len();
+            }
+            serde_norway::to_string(&object).unwrap()
+        })
+        .collect();
+    assert_eq!(removed, 1, "deploy/'s RBAC grants namespaces in one rule");
+    plane.apply_rbac(&previous.join("---\n"), &manifests.built()).await.unwrap();
+    let admin = plane.client(Identity::Admin).await.unwrap();
+    create_node(&Api::all(admin.clone()), "node-a", true, false, "10.244.1.0/24").await;
+
+    let pod_name = "wasm-ccm-7c9d5b8f6-u9p2d";
+    let root = manifests.dir.path().join(pod_name);
+    let (mut args, env) = replica(&manifests, pod_name, &root);
+    let kubeconfig = root.join("kubeconfig");
+    plane.write_kubeconfig(Identity::CloudControllerManager, &kubeconfig).unwrap();
+    let replaced = [
+        ("--kubeconfig", kubeconfig.display().to_string()),
+        ("--bind-address", "127.0.0.1".to_owned()),
+        ("--secure-port", free_port().unwrap().to_string()),
+        ("--provider-allow", cloud.url()),
+    ];
+    for (flag, value) in replaced {
+        set_flag(&mut args, flag, &value);
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+    let mut process = Process::start(crate::binary(), &args, &env);
+
+    let services: Api<Service> = Api::namespaced(admin.clone(), "default");
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]},
+    }))
+    .unwrap();
+    services.create(&PostParams::default(), &service).await.unwrap();
+    wait("an ingress for web", async || {
+        let service = services.get("web").await.ok()?;
+        service.status?.load_balancer?.ingress?.first()?.ip.clone()
+    })
+    .await;
+    process.signal("TERM");
+    process.wait(Duration::from_secs(30)).await.expect("it stops");
+
+    let requests = plane.audited_requests().unwrap();
+    let refused = requests.iter().any(|(request, _)| request.resource == "namespaces" && request.code == 403);
+    assert!(refused, "the namespaces were asked for, and refused");
+}
+
 /// With the `providers-file` component: the fake provider twice from the
 /// providers file in its ConfigMap, each serving its own load balancer
 /// class from its own address pool, vendor-a Services without a class too.

@@ -75,6 +75,11 @@ impl LaneTriggers {
         self.each(|triggers| triggers.observe(change.clone()));
     }
 
+    /// Whether a provider picks Services by their namespace's labels.
+    pub(crate) fn selects_namespaces(&self) -> bool {
+        self.roster.selects_namespaces()
+    }
+
     /// Has every lane reconsider the Services of `namespace`, whose labels
     /// changed, when a provider picks Services by their namespace.
     pub(crate) fn namespace_changed(&self, namespace: &str) {
