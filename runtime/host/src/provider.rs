@@ -186,9 +186,14 @@ impl LoadedProvider {
             compiled: cache_outcome,
             start: Start::Initializing,
         };
-        let seed = instrumented
-            .as_ref()
-            .and_then(|_| engine.snapshot_seed(&[&spec.wasm, &provider.config, provider.cluster_name.as_bytes()]));
+        let seed = instrumented.as_ref().and_then(|_| {
+            engine.snapshot_seed(&[
+                provider.name.as_bytes(),
+                &spec.wasm,
+                &provider.config,
+                provider.cluster_name.as_bytes(),
+            ])
+        });
         let (info, snapshot) = provider.start(instrumented, seed).await.map_err(LoadError::Startup)?;
         provider.info = info;
         if let Some(snapshot) = snapshot {

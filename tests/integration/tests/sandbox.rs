@@ -64,26 +64,29 @@ async fn every_call_starts_from_the_state_initialize_left_once() {
 }
 
 /// With a compile cache, the instance a provider is snapshotted from draws
-/// its randomness from a seed of the cache's key, the component and its
-/// configuration, so that the cache keeps the snapshot for the next load;
-/// without one, from the system.
+/// its randomness from a seed of the cache's key, the provider's name, its
+/// component and configuration, so that the cache keeps the snapshot for
+/// the next load; without one, from the system.
 #[tokio::test]
 async fn a_snapshot_s_randomness_is_seeded_from_the_compile_cache_s_key() {
-    let born = async |compile_cache: Option<&std::path::Path>, config: &[u8]| {
+    let born_as = async |name: &str, compile_cache: Option<&std::path::Path>, config: &[u8]| {
         let settings = EngineSettings {
             allocation: Allocation::OnDemand,
             compile_cache: compile_cache.map(std::path::Path::to_owned),
             ..EngineSettings::default()
         };
         let engine = Engine::new(settings).unwrap();
-        let loaded = LoadedProvider::load(&engine, spec("hostile", guest("guest-hostile"), config)).await.unwrap();
+        let loaded = LoadedProvider::load(&engine, spec(name, guest("guest-hostile"), config)).await.unwrap();
         run(&ProviderHandle::new(loaded), "born", "").await.unwrap()
     };
+    let born =
+        async |compile_cache: Option<&std::path::Path>, config: &[u8]| born_as("hostile", compile_cache, config).await;
     let (ours, theirs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let first = born(Some(ours.path()), b"").await;
     assert_eq!(born(Some(ours.path()), b"").await, first, "the same key, component and configuration");
     assert_ne!(born(Some(theirs.path()), b"").await, first, "another key");
     assert_ne!(born(Some(ours.path()), b"another").await, first, "another configuration");
+    assert_ne!(born_as("hostile-too", Some(ours.path()), b"").await, first, "another provider");
     assert_ne!(born(None, b"").await, born(None, b"").await, "no cache: the system's randomness");
 }
 
