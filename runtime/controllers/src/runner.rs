@@ -136,9 +136,7 @@ impl<R: Reconcile> Runner<R> {
             Some(Err(err)) => Err(Stopped { controller: R::NAME, reason: panic_reason(err) }),
         }
     }
-}
 
-impl<R: Reconcile> Runner<R> {
     /// Runs as [`Runner::run`], and queues the keys `sweep` lists now and
     /// every `period`, besides those the controller's triggers queue: the
     /// periodic pass over every object of upstream's periodic controllers.
@@ -230,7 +228,7 @@ pub async fn stopping_all_on_failure(
 }
 
 /// Calls `tick` now and then every `period` until `stop`.
-pub async fn every(period: Duration, stop: CancellationToken, mut tick: impl FnMut()) {
+async fn every(period: Duration, stop: CancellationToken, mut tick: impl FnMut()) {
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
