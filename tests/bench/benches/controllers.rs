@@ -28,6 +28,7 @@
 //! which takes minutes per scenario; `BENCH_GO_FAKE=1` adds wasm-ccm with
 //! the Go fake (`providers/fake-go`) to the first scenario.
 //!
+//! `BENCH_SERVICES` sets how many Services each run has (default 1000).
 //! `BENCH_CLUSTERS` lists the clusters to run the first scenario in, by
 //! node count, `-not-ready` marking nodes without a Ready condition or
 //! addresses, as after a zone outage: `100,1000,2000-not-ready` (default
@@ -37,6 +38,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -49,7 +51,11 @@ use wasm_ccm_bench::{cpu_time, peak_memory_kib, release_binary};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_tests::repository;
 
-const SERVICES: usize = 1000;
+/// How many LoadBalancer Services each run has: `BENCH_SERVICES`, or 1000.
+static SERVICES: LazyLock<usize> = LazyLock::new(|| match std::env::var("BENCH_SERVICES") {
+    Ok(count) => count.parse().unwrap_or_else(|_| panic!("BENCH_SERVICES: {count:?} is not a Service count")),
+    Err(_) => 1000,
+});
 const STORM: usize = 10;
 const TIMEOUT: Duration = Duration::from_secs(600);
 /// How long after the last ingress the API requests are counted.
@@ -290,7 +296,7 @@ fn storm_converged(contender: &Contender, cluster: Cluster, log: &Path) -> anyho
                 .filter(|line| line.contains(r#"reason="UpdatedLoadBalancer""#))
                 .filter_map(|line| line.split_once(r#"object=""#)?.1.split('"').next())
                 .collect();
-            updated.len() >= SERVICES
+            updated.len() >= *SERVICES
         }
     })
 }
@@ -301,7 +307,7 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
     let services: Api<Service> = Api::namespaced(admin.clone(), "default");
     create_all(&Api::<Node>::all(admin.clone()), (0..cluster.nodes).map(|index| cluster.node(index)).collect()).await?;
     if scenario == Scenario::Existing {
-        create_all(&services, (0..SERVICES).map(service).collect()).await?;
+        create_all(&services, (0..*SERVICES).map(service).collect()).await?;
     }
     let dir = tempfile::Builder::new().prefix("wasm-ccm-bench-").tempdir()?;
     let mut ingresses = Ingresses::watch(&admin);
@@ -320,16 +326,16 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
             Scenario::Arriving => {
                 // One Service first: the clock starts once the controller
                 // manager serves.
-                create_all(&services, vec![service(SERVICES)]).await?;
+                create_all(&services, vec![service(*SERVICES)]).await?;
                 ingresses.wait(1, &mut child, spawned + TIMEOUT).await?;
                 let started = (Instant::now(), cpu_time(&child.id().to_string()), server_cpu());
-                create_all(&services, (0..SERVICES).map(service).collect()).await?;
+                create_all(&services, (0..*SERVICES).map(service).collect()).await?;
                 started
             }
         };
         let count = match scenario {
-            Scenario::Existing => SERVICES,
-            Scenario::Arriving => SERVICES + 1,
+            Scenario::Existing => *SERVICES,
+            Scenario::Arriving => *SERVICES + 1,
         };
         ingresses.wait(count, &mut child, started + TIMEOUT).await?;
         let time = started.elapsed();
@@ -454,11 +460,12 @@ fn main() -> anyhow::Result<()> {
             }
             match scenario {
                 Scenario::Existing => println!(
-                    "## {SERVICES} Services and {} existing before the start, then {STORM} Ready nodes added\n",
+                    "## {} Services and {} existing before the start, then {STORM} Ready nodes added\n",
+                    *SERVICES,
                     cluster.label()
                 ),
                 Scenario::Arriving => {
-                    println!("## {SERVICES} Services created while the controller runs, {}\n", cluster.label())
+                    println!("## {} Services created while the controller runs, {}\n", *SERVICES, cluster.label())
                 }
             }
             println!(
@@ -466,7 +473,7 @@ fn main() -> anyhow::Result<()> {
             );
             println!("|---|---|---|---|---|---|---|---|---|");
             for (contender, run) in &runs {
-                row(contender, run, SERVICES);
+                row(contender, run, *SERVICES);
             }
             ratios(&runs);
             println!();
