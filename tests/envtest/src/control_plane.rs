@@ -126,6 +126,9 @@ impl ControlPlane {
             format!("--token-auth-file={}", file("tokens.csv")),
             "--authorization-mode=Node,RBAC".to_owned(),
             "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+            // Room for the node ports of 10,000 LoadBalancer Services; the
+            // default range holds 2768.
+            "--service-node-port-range=30000-44999".to_owned(),
             "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
             format!("--service-account-key-file={}", file("sa.pub")),
             format!("--service-account-signing-key-file={}", file("sa.key")),
