@@ -29,29 +29,28 @@ pub fn pack(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
 }
 
 fn pack_into(wasm: &[u8], max_segments: usize) -> anyhow::Result<Vec<u8>> {
-    let mut packable = false;
+    let mut packed = None;
     for payload in Parser::new(0).parse_all(wasm) {
         match payload? {
             Payload::DataCountSection { .. } => return Ok(wasm.to_vec()),
             Payload::DataSection(section) => {
-                packable = placed(section)?.is_some_and(|placed| placed.len() > max_segments);
+                packed = placed(section)?
+                    .filter(|placed| placed.len() > max_segments)
+                    .map(|placed| merge(placed, max_segments));
             }
             _ => {}
         }
     }
-    if !packable {
-        return Ok(wasm.to_vec());
-    }
+    let Some(segments) = packed else { return Ok(wasm.to_vec()) };
     let mut module = Module::new();
-    Packer { max_segments }
-        .parse_core_module(&mut module, Parser::new(0), wasm)
-        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    Packer { segments }.parse_core_module(&mut module, Parser::new(0), wasm).map_err(|err| anyhow::anyhow!("{err}"))?;
     Ok(module.finish())
 }
 
-/// Re-encodes a module as it is but for its data section.
+/// Re-encodes a module as it is but for its data section, which becomes
+/// `segments`, at their offsets in memory 0.
 struct Packer {
-    max_segments: usize,
+    segments: Vec<(u32, Vec<u8>)>,
 }
 
 impl Reencode for Packer {
@@ -60,13 +59,10 @@ impl Reencode for Packer {
     fn parse_data_section(
         &mut self,
         data: &mut DataSection,
-        section: DataSectionReader<'_>,
+        _: DataSectionReader<'_>,
     ) -> Result<(), reencode::Error<Infallible>> {
-        let Some(placed) = placed(section.clone())? else {
-            return reencode::utils::parse_data_section(self, data, section);
-        };
-        for (offset, bytes) in merge(placed, self.max_segments) {
-            data.active(0, &ConstExpr::i32_const(offset.cast_signed()), bytes);
+        for (offset, bytes) in &self.segments {
+            data.active(0, &ConstExpr::i32_const(offset.cast_signed()), bytes.iter().copied());
         }
         Ok(())
     }
