@@ -1096,6 +1096,54 @@ async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
     }
 }
 
+/// Starts a replica of `manifests`' Deployment as pod `pod_name` against
+/// the real API server `plane`, as deploy/'s ServiceAccount, its provider
+/// allowed `cloud_url`, with the flags of `overrides` set too; and the
+/// arguments it was started with.
+fn start_on_real_server(
+    plane: &ControlPlane,
+    manifests: &Manifests,
+    pod_name: &str,
+    cloud_url: String,
+    overrides: &[(&str, &str)],
+) -> (Process, Vec<String>) {
+    let root = manifests.dir.path().join(pod_name);
+    let (mut args, env) = replica(manifests, pod_name, &root);
+    let kubeconfig = root.join("kubeconfig");
+    plane.write_kubeconfig(Identity::CloudControllerManager, &kubeconfig).unwrap();
+    let replaced = [
+        ("--kubeconfig", kubeconfig.display().to_string()),
+        ("--bind-address", "127.0.0.1".to_owned()),
+        ("--secure-port", free_port().unwrap().to_string()),
+        ("--provider-allow", cloud_url),
+    ];
+    for (flag, value) in replaced {
+        set_flag(&mut args, flag, &value);
+    }
+    for (flag, value) in overrides {
+        set_flag(&mut args, flag, value);
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+    (Process::start(crate::binary(), &args, &env), args)
+}
+
+/// Creates the LoadBalancer Service `web` in `default` and waits for its
+/// ingress.
+async fn web_gets_an_ingress(admin: &kube::Client) {
+    let services: Api<Service> = Api::namespaced(admin.clone(), "default");
+    let service: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]},
+    }))
+    .unwrap();
+    services.create(&PostParams::default(), &service).await.unwrap();
+    wait("an ingress for web", async || {
+        let service = services.get("web").await.ok()?;
+        service.status?.load_balancer?.ingress?.first()?.ip.clone()
+    })
+    .await;
+}
+
 /// With the `controller-identities` component, on a real API server under
 /// its RBAC: each controller writes as its own ServiceAccount, made by
 /// wasm-ccm with a token from the TokenRequest API, and wasm-ccm's own
@@ -1125,40 +1173,17 @@ async fn each_controller_acts_as_its_own_service_account() {
     create_node(&nodes, "node-a", true, true, "10.244.1.0/24").await;
     create_node(&nodes, "node-gone", false, false, "10.244.2.0/24").await;
 
-    let pod_name = "wasm-ccm-7c9d5b8f6-x2v9c";
-    let root = manifests.dir.path().join(pod_name);
-    let (mut args, env) = replica(&manifests, pod_name, &root);
-    assert!(args.contains(&"--use-service-account-credentials=true".to_owned()), "{args:?}");
-    let kubeconfig = root.join("kubeconfig");
-    plane.write_kubeconfig(Identity::CloudControllerManager, &kubeconfig).unwrap();
-    let replaced = [
-        ("--kubeconfig", kubeconfig.display().to_string()),
-        ("--bind-address", "127.0.0.1".to_owned()),
-        ("--secure-port", free_port().unwrap().to_string()),
-        ("--provider-allow", cloud.url()),
-        ("--configure-cloud-routes", "true".to_owned()),
-        ("--cluster-cidr", "10.244.0.0/16".to_owned()),
-        ("--node-monitor-period", "200ms".to_owned()),
-        ("--route-reconciliation-period", "300ms".to_owned()),
+    let overrides = [
+        ("--configure-cloud-routes", "true"),
+        ("--cluster-cidr", "10.244.0.0/16"),
+        ("--node-monitor-period", "200ms"),
+        ("--route-reconciliation-period", "300ms"),
     ];
-    for (flag, value) in replaced {
-        set_flag(&mut args, flag, &value);
-    }
-    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
-    let mut process = Process::start(crate::binary(), &args, &env);
+    let (mut process, args) =
+        start_on_real_server(&plane, &manifests, "wasm-ccm-7c9d5b8f6-x2v9c", cloud.url(), &overrides);
+    assert!(args.contains(&"--use-service-account-credentials=true".to_owned()), "{args:?}");
 
-    let services: Api<Service> = Api::namespaced(admin.clone(), "default");
-    let service: Service = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]},
-    }))
-    .unwrap();
-    services.create(&PostParams::default(), &service).await.unwrap();
-    wait("an ingress for web", async || {
-        let service = services.get("web").await.ok()?;
-        service.status?.load_balancer?.ingress?.first()?.ip.clone()
-    })
-    .await;
+    web_gets_an_ingress(&admin).await;
     wait("node-a initialised and routed", async || {
         let node = serde_json::to_value(nodes.get("node-a").await.ok()?).ok()?;
         (node["spec"]["providerID"] == "fake://i-a" && network_available(&node)).then_some(())
@@ -1223,35 +1248,8 @@ async fn an_upgrade_without_the_namespaces_grant_still_serves_load_balancers() {
     let admin = plane.client(Identity::Admin).await.unwrap();
     create_node(&Api::all(admin.clone()), "node-a", true, false, "10.244.1.0/24").await;
 
-    let pod_name = "wasm-ccm-7c9d5b8f6-u9p2d";
-    let root = manifests.dir.path().join(pod_name);
-    let (mut args, env) = replica(&manifests, pod_name, &root);
-    let kubeconfig = root.join("kubeconfig");
-    plane.write_kubeconfig(Identity::CloudControllerManager, &kubeconfig).unwrap();
-    let replaced = [
-        ("--kubeconfig", kubeconfig.display().to_string()),
-        ("--bind-address", "127.0.0.1".to_owned()),
-        ("--secure-port", free_port().unwrap().to_string()),
-        ("--provider-allow", cloud.url()),
-    ];
-    for (flag, value) in replaced {
-        set_flag(&mut args, flag, &value);
-    }
-    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
-    let mut process = Process::start(crate::binary(), &args, &env);
-
-    let services: Api<Service> = Api::namespaced(admin.clone(), "default");
-    let service: Service = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]},
-    }))
-    .unwrap();
-    services.create(&PostParams::default(), &service).await.unwrap();
-    wait("an ingress for web", async || {
-        let service = services.get("web").await.ok()?;
-        service.status?.load_balancer?.ingress?.first()?.ip.clone()
-    })
-    .await;
+    let (mut process, _) = start_on_real_server(&plane, &manifests, "wasm-ccm-7c9d5b8f6-u9p2d", cloud.url(), &[]);
+    web_gets_an_ingress(&admin).await;
     process.signal("TERM");
     process.wait(Duration::from_secs(30)).await.expect("it stops");
 
