@@ -207,8 +207,8 @@ impl CompileCache {
     /// instance that is snapshotted, from this cache's key and `inputs`
     /// (the provider's name, its component and configuration, the cluster's
     /// name): the same provider configured the same way makes the same
-    /// snapshot, which the
-    /// cache then keeps, and the seed stays unknown to whoever lacks the key.
+    /// snapshot, which the cache then keeps, and the seed stays unknown to
+    /// whoever lacks the key.
     pub(crate) fn snapshot_seed(&self, inputs: &[&[u8]]) -> [u8; 32] {
         let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
         mac.update(b"wasm-ccm snapshot seed");
