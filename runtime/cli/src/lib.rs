@@ -4,9 +4,9 @@
 mod admin;
 mod args;
 mod compile_worker;
+mod component_loader;
 mod conformance;
 mod delegation;
-mod fleet;
 mod leader;
 #[cfg(feature = "local")]
 mod local;

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::collections::btree_map::Entry;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytesize::ByteSize;
@@ -13,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::Selector;
 use serde::Deserialize;
 use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
+use wasm_ccm_fleet::Planned;
 use wasm_ccm_host::{Confinement, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
@@ -129,10 +131,16 @@ pub struct LimitsEntry {
 }
 
 /// A provider of the file, read and checked: ready to load.
+pub type PlannedProvider = Planned<ProviderLoad>;
+
+/// What loading a provider needs. Two loads are the same when their
+/// entries, less what the provider serves, are: a change of what it serves
+/// reaches the provider serving without a reload, and the files an entry
+/// names are followed by the provider's reloader, not compared here.
 #[derive(Clone)]
-pub struct PlannedProvider {
-    /// The entry it came from, to tell what changed.
-    pub entry: ProviderEntry,
+pub struct ProviderLoad {
+    /// Its entry, less what it serves.
+    loading: ProviderEntry,
     /// Its sandbox, configuration and credentials.
     pub template: ProviderSpec,
     /// Where its versions come from; `None`: the template's component,
@@ -140,16 +148,35 @@ pub struct PlannedProvider {
     pub source: Option<SourceSettings>,
     /// Its configuration file and credentials directory, watched.
     pub inputs: InputFiles,
-    /// What it serves.
-    pub serves: Serves,
-    /// What the operator sets for its load balancers.
-    pub load_balancers: LoadBalancerPolicy,
-    /// Whether `serves` narrows to what the provider supports once it is
-    /// loaded, as upstream runs only the controllers its cloud supports,
-    /// rather than refusing a provider that lacks part of it: so for the
-    /// one provider of a single-provider run, not for a providers file's
-    /// entries, which say what each provider serves.
-    pub fit_to_support: bool,
+}
+
+impl PartialEq for ProviderLoad {
+    fn eq(&self, other: &Self) -> bool {
+        self.loading == other.loading
+    }
+}
+
+impl ProviderLoad {
+    /// The load of the one provider of a single-provider run, named as its
+    /// template.
+    pub fn single(template: ProviderSpec, source: Option<SourceSettings>, inputs: InputFiles) -> Self {
+        let loading = ProviderEntry { name: template.name.clone(), ..ProviderEntry::default() };
+        ProviderLoad { loading, template, source, inputs }
+    }
+}
+
+impl ProviderEntry {
+    /// The entry without what the provider serves: what loading it takes.
+    fn loading(&self) -> ProviderEntry {
+        ProviderEntry {
+            load_balancer_classes: Vec::new(),
+            default_load_balancer: false,
+            namespaces: None,
+            ingress_ranges: Vec::new(),
+            resync: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// Why a providers file was refused: every problem found.
@@ -252,10 +279,8 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                     routes: entry.routes,
                 };
                 planned.push(PlannedProvider {
-                    entry,
-                    template,
-                    source: Some(source),
-                    inputs,
+                    name: Arc::from(entry.name.as_str()),
+                    spec: ProviderLoad { loading: entry.loading(), template, source: Some(source), inputs },
                     serves,
                     load_balancers,
                     fit_to_support: false,
@@ -396,18 +421,18 @@ providers:
 "#;
         let planned = plan(file, &defaults()).unwrap();
         let [a, b] = planned.as_slice() else { panic!("two providers") };
-        assert_eq!(a.template.name, "vendor-a");
-        assert_eq!(a.template.limits.memory, 32 << 20);
-        assert_eq!(a.template.limits.deadline, Duration::from_secs(5));
-        assert_eq!(a.template.limits.concurrency, 8);
-        let http = a.template.limits.http_requests.unwrap();
+        assert_eq!(a.spec.template.name, "vendor-a");
+        assert_eq!(a.spec.template.limits.memory, 32 << 20);
+        assert_eq!(a.spec.template.limits.deadline, Duration::from_secs(5));
+        assert_eq!(a.spec.template.limits.concurrency, 8);
+        let http = a.spec.template.limits.http_requests.unwrap();
         assert_eq!((http.per_second.get(), http.burst.get()), (10, 20));
-        assert_eq!(a.template.limits.calls.unwrap().per_second.get(), 50);
-        assert_eq!(a.template.limits.cpu_millicores.get(), 250);
-        assert_eq!(b.template.limits.cpu_millicores.get(), 1000, "one core by default");
+        assert_eq!(a.spec.template.limits.calls.unwrap().per_second.get(), 50);
+        assert_eq!(a.spec.template.limits.cpu_millicores.get(), 250);
+        assert_eq!(b.spec.template.limits.cpu_millicores.get(), 1000, "one core by default");
         assert!(a.serves.default_load_balancer && a.serves.nodes && !a.serves.routes);
         assert_eq!(b.serves.load_balancer_classes.len(), 2);
-        assert_eq!(b.template.limits.http_requests, None);
+        assert_eq!(b.spec.template.limits.http_requests, None);
         assert_eq!(a.load_balancers, LoadBalancerPolicy::default(), "any answer, resynced");
         let ranges = IngressRanges::new(["203.0.113.0/24", "*.lb.b.example"]).unwrap();
         assert_eq!(b.load_balancers, LoadBalancerPolicy { ingress_ranges: ranges, resync: false });
@@ -523,10 +548,25 @@ providers:
             dir.path().join("credentials").display()
         );
         let planned = plan(narrowing.as_bytes(), &defaults).unwrap_or_else(|err| panic!("{err}"));
-        assert!(planned[0].template.credentials.is_sealed("token"), "the trusted seal stays");
-        let source = planned[0].source.as_ref().unwrap();
+        assert!(planned[0].spec.template.credentials.is_sealed("token"), "the trusted seal stays");
+        let source = planned[0].spec.source.as_ref().unwrap();
         assert!(source.verification.public_key.is_some(), "the trusted key is required");
         assert_eq!(source.minimum_version, Some(semver::Version::new(2, 1, 0)));
+    }
+
+    #[test]
+    fn a_change_of_what_a_provider_serves_alone_is_the_same_load() {
+        let load = |file: &[u8]| plan(file, &defaults()).unwrap().remove(0).spec;
+        let before =
+            load(b"providers: [{name: a, source: /a.wasm, loadBalancerClasses: [x], limits: {memory: 32MiB}}]");
+        let serving_otherwise = load(
+            b"providers: [{name: a, source: /a.wasm, loadBalancerClasses: [x, y], defaultLoadBalancer: true,
+               namespaces: {matchLabels: {tenant: a}}, ingressRanges: [10.0.0.0/8], resync: false, limits: {memory: 32MiB}}]",
+        );
+        assert!(before == serving_otherwise);
+        let limited_otherwise =
+            load(b"providers: [{name: a, source: /a.wasm, loadBalancerClasses: [x], limits: {memory: 64MiB}}]");
+        assert!(before != limited_otherwise);
     }
 
     #[test]

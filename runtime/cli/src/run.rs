@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use bytesize::ByteSize;
 use clap::ArgAction;
+use futures::Stream;
 use ipnet::IpNet;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use wasm_ccm_controllers::{
     ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy, Metrics, Serves,
     Settings, enabled_controllers, names_route,
 };
+use wasm_ccm_fleet::{Event, Fleet, Offer};
 use wasm_ccm_host::{Confinement, Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_kube::{ClientSettings, Clients};
 use wasm_ccm_reload::{
@@ -23,10 +25,10 @@ use wasm_ccm_reload::{
 };
 
 use crate::admin::{self, AdminArgs, Health};
-use crate::fleet::{Fleet, LoadContext};
+use crate::component_loader::ComponentLoader;
 use crate::leader::LeaderArgs;
 use crate::provider_source::SourceArgs;
-use crate::providers_file::{FileDefaults, PlannedProvider, ProviderEntry, plan};
+use crate::providers_file::{FileDefaults, PlannedProvider, ProviderLoad, plan};
 use crate::providers_view::ProvidersView;
 use crate::signals;
 use crate::trust::TrustFile;
@@ -336,16 +338,54 @@ impl ProviderSetup {
     /// The one provider of a single-provider run, serving everything it
     /// supports.
     fn planned(self) -> PlannedProvider {
-        let entry = ProviderEntry { name: self.template.name.clone(), ..ProviderEntry::default() };
         PlannedProvider {
-            entry,
-            template: self.template,
-            source: self.source,
-            inputs: self.inputs,
+            name: Arc::from(self.template.name.as_str()),
+            spec: ProviderLoad::single(self.template, self.source, self.inputs),
             serves: Serves::everything(),
             load_balancers: self.load_balancers,
             fit_to_support: true,
         }
+    }
+}
+
+/// The versions of the providers file `source` offers, each read with
+/// `defaults`; a version that cannot be fetched is logged and skipped.
+fn offers(source: Source, defaults: FileDefaults) -> impl Stream<Item = Offer<ProviderLoad>> + Send + Unpin {
+    Box::pin(futures::stream::unfold(source, move |mut source| {
+        let defaults = defaults.clone();
+        async move {
+            loop {
+                match source.next().await {
+                    Ok(candidate) => {
+                        let plan = plan(&candidate.wasm, &defaults).map_err(Into::into);
+                        return Some((Offer { origin: candidate.origin, plan }, source));
+                    }
+                    Err(err) => tracing::warn!("the providers file: {err}; the providers serving keep serving"),
+                }
+            }
+        }
+    }))
+}
+
+/// Tells of a change of the providers serving: in an event regarding the
+/// providers file, and on the status board for a provider that left.
+fn report(event: &Event<'_>, reporter: Option<&Reporter>, status: &StatusBoard) {
+    match (event, reporter) {
+        (Event::Refused { origin, reason }, Some(reporter)) => {
+            reporter.rejected(format!("refused the providers file from {origin}: {reason}"));
+        }
+        (Event::Serving { name }, Some(reporter)) => {
+            reporter.reloaded(format!("provider {name} serves as the providers file says"));
+        }
+        (Event::Failed(failure), Some(reporter)) => {
+            reporter.rejected(format!(
+                "provider {} of the providers file did not load: {}",
+                failure.name,
+                failure.why()
+            ));
+        }
+        (Event::Left { name }, _) => status.remove(name),
+        (_, None) => {}
     }
 }
 
@@ -393,7 +433,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
 
     let clients = Clients::new(&options.client).await?;
     let client = clients.root();
-    let context = LoadContext {
+    let loader = ComponentLoader {
         engine: engine.clone(),
         client: client.clone(),
         observers: Observers {
@@ -413,7 +453,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     }
     let members = match options.providers {
         Providers::Single(setup) => {
-            let fleet = Fleet::start(context, vec![(*setup).planned()], stop.child_token()).await?;
+            let fleet = Fleet::start(loader, vec![(*setup).planned()], stop.child_token()).await?;
             fleet.members()
         }
         Providers::File(setup) => {
@@ -425,10 +465,13 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
             let mut source: Source = settings.build(Some(client.clone()))?;
             let file = source.next().await.context("cannot read the providers file")?;
             let planned = plan(&file.wasm, &defaults)?;
-            let fleet = Fleet::start(context, planned, stop.child_token()).await?;
+            let status = loader.observers.status.clone();
+            let fleet = Fleet::start(loader, planned, stop.child_token()).await?;
             let members = fleet.members();
             let reporter = regarding.map(|regarding| Reporter::new(client.clone(), regarding));
-            tokio::spawn(fleet.follow(source, defaults, reporter));
+            tokio::spawn(
+                fleet.follow(offers(source, defaults), move |event| report(&event, reporter.as_ref(), &status)),
+            );
             members
         }
     };
