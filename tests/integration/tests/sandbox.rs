@@ -63,6 +63,32 @@ async fn every_call_starts_from_the_state_initialize_left_once() {
     assert_eq!(run(&handle, "born", "").await.unwrap(), first);
 }
 
+/// A pool slot keeps the pages its instance wrote resident, reset in place:
+/// the next instance in it, of the same provider or another, reads nothing
+/// of what the last one wrote.
+#[tokio::test]
+async fn an_instance_reads_nothing_an_earlier_one_wrote_in_its_pool_slot() {
+    // One instance at a time: every call, whichever the provider, takes the
+    // same slot and its memory.
+    let settings = EngineSettings { allocation: Allocation::Pooling { instances: 1 }, ..EngineSettings::default() };
+    let engine = Engine::new(settings).unwrap();
+    let load_as = async |name: &str| {
+        ProviderHandle::new(LoadedProvider::load(&engine, spec(name, guest("guest-hostile"), b"")).await.unwrap())
+    };
+    let (writer, reader) = (load_as("writer").await, load_as("reader").await);
+    // 64 KiB: fewer pages written than the slot resets in place; 2 MiB:
+    // more, handed back to the kernel.
+    for kibibytes in ["64", "2048"] {
+        let scribbled = run(&writer, "scribble", kibibytes).await.unwrap();
+        let marked = (kibibytes.parse::<usize>().unwrap() << 10).to_string();
+        let address = scribbled.strip_prefix(&format!("{marked} marked at ")).unwrap_or_else(|| panic!("{scribbled}"));
+        let peek = format!("{address} {kibibytes}");
+        assert_eq!(run(&writer, "peek", &peek).await.unwrap(), "0 marked", "the same provider's next call");
+        run(&writer, "scribble", kibibytes).await.unwrap();
+        assert_eq!(run(&reader, "peek", &peek).await.unwrap(), "0 marked", "another provider's call");
+    }
+}
+
 /// With a compile cache, the instance a provider is snapshotted from draws
 /// its randomness from a seed of the cache's key, the provider's name, its
 /// component and configuration, so that the cache keeps the snapshot for

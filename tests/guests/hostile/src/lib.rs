@@ -82,6 +82,44 @@ fn grow(mebibytes: usize) -> usize {
     chunks.len()
 }
 
+/// The byte `scribble` fills memory with.
+const MARK: u8 = 0xa5;
+
+/// Fills `kibibytes` KiB of fresh heap with [`MARK`] and leaves it there;
+/// returns where, and how much of it reads back marked.
+fn scribble(kibibytes: usize) -> (usize, usize) {
+    let marked = vec![MARK; kibibytes << 10];
+    let address = marked.as_ptr() as usize;
+    std::mem::forget(marked);
+    (address, count_marked(address, kibibytes << 10))
+}
+
+/// How many of the `len` bytes of linear memory at `address` hold
+/// [`MARK`], growing the memory first to reach them.
+#[allow(unsafe_code)]
+fn count_marked(address: usize, len: usize) -> usize {
+    let end = address.saturating_add(len);
+    grow_to(end);
+    // The attack: reading linear memory this instance never wrote, where
+    // an earlier instance in the same pool slot did. Volatile, so that the
+    // reads happen.
+    (address..end).filter(|&at| unsafe { std::ptr::read_volatile(at as *const u8) } == MARK).count()
+}
+
+/// Grows linear memory to hold `end` bytes.
+#[cfg(target_arch = "wasm32")]
+fn grow_to(end: usize) {
+    const PAGE: usize = 64 << 10;
+    let pages = core::arch::wasm32::memory_size(0);
+    if end > pages * PAGE {
+        core::arch::wasm32::memory_grow(0, end.div_ceil(PAGE) - pages);
+    }
+}
+
+/// Built for the host only to be linted: there is no linear memory.
+#[cfg(not(target_arch = "wasm32"))]
+fn grow_to(_end: usize) {}
+
 impl LoadBalancer for Hostile {
     fn update_load_balancer(&self, _cluster: &str, _service: &Service, nodes: &NodeSet<'_>) -> Result<(), Error> {
         let targets = nodes.provider_ids().iter().filter(|id| !id.is_empty()).count();
@@ -105,6 +143,19 @@ impl LoadBalancer for Hostile {
             }
             "grow" => Ok(observed(format!("grew {} MiB", grow(arg.parse().unwrap_or(1024))))),
             "panic" => panic!("{arg}"),
+            "scribble" => {
+                // `KIB`: marks KIB KiB of memory and leaves them marked.
+                let (address, marked) = scribble(arg.parse().unwrap_or(256));
+                Ok(observed(format!("{marked} marked at {address}")))
+            }
+            "peek" => {
+                // `ADDRESS KIB`: counts the marked bytes there.
+                let (address, kibibytes) = arg.split_once(' ').unwrap_or((arg, "256"));
+                let (Ok(address), Ok(kibibytes)) = (address.parse(), kibibytes.parse::<usize>()) else {
+                    return Err(Error::other("peek takes an address and a size in KiB"));
+                };
+                Ok(observed(format!("{} marked", count_marked(address, kibibytes << 10))))
+            }
             "error" => {
                 // `KIB`: an error of KIB KiB of text; `retry KIB`: a retry's.
                 let (retry, size) = arg.split_once(' ').map_or((false, arg), |(kind, size)| (kind == "retry", size));
