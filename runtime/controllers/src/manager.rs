@@ -418,6 +418,7 @@ mod lanes_tests {
     use std::time::Duration;
 
     use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
     use kube::api::{ListParams, PostParams};
     use wasm_ccm_apiserver::ApiServer;
 
@@ -521,6 +522,70 @@ mod lanes_tests {
         until("c's load balancer", || c.load_balancer("default/web-b").is_some()).await;
         let web_b = services.get("web-b").await.unwrap();
         assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::claim::PROVIDER_ANNOTATION], "c");
+
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();
+    }
+
+    /// Serves Services without a class in the namespaces labelled with
+    /// one of `tenants`.
+    fn for_tenants(cloud: &TestCloud, tenants: &[&str]) -> Member<TestCloud> {
+        let selector = LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "tenant".into(),
+                operator: "In".into(),
+                values: Some(tenants.iter().map(|tenant| (*tenant).to_owned()).collect()),
+            }]),
+            ..LabelSelector::default()
+        };
+        let namespaces = Some(selector.try_into().expect("a valid selector"));
+        Member { serves: Serves { namespaces, ..member(cloud, &[], true).serves }, ..member(cloud, &[], true) }
+    }
+
+    #[tokio::test]
+    async fn a_namespace_selector_changed_while_running_widens_and_narrows_what_the_provider_serves() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        for tenant in ["a", "b"] {
+            let namespace = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(format!("team-{tenant}")),
+                    labels: Some([("tenant".to_owned(), tenant.to_owned())].into()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            };
+            Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+            let services = Api::<Service>::namespaced(client.clone(), &format!("team-{tenant}"));
+            let service = Service::test("web").with_namespace(&format!("team-{tenant}"));
+            services.create(&PostParams::default(), &service).await.unwrap();
+        }
+        let a = TestCloud::default();
+        let (providers, watched) = watch::channel(Members::from([(Arc::from("a"), for_tenants(&a, &["a"]))]));
+        let manager =
+            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
+        let stop = CancellationToken::new();
+        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+        until("team-a's load balancer", || a.load_balancer("team-a/web").is_some()).await;
+        assert_eq!(a.load_balancer("team-b/web"), None, "team-b is not selected");
+
+        providers.send_modify(|members| *members.get_mut("a").unwrap() = for_tenants(&a, &["a", "b"]));
+        until("team-b's load balancer", || a.load_balancer("team-b/web").is_some()).await;
+
+        providers.send_modify(|members| *members.get_mut("a").unwrap() = for_tenants(&a, &["a"]));
+        let events = Api::<Event>::namespaced(client.clone(), "team-b");
+        let mut reasons = Vec::new();
+        for _ in 0..100 {
+            let listed = events.list(&ListParams::default()).await.unwrap().items;
+            reasons = listed.into_iter().filter_map(|event| event.reason).collect();
+            if reasons.iter().any(|reason| reason == "LoadBalancerNamespaceNotServed") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(reasons.iter().any(|reason| reason == "LoadBalancerNamespaceNotServed"), "{reasons:?}");
+        assert!(a.load_balancer("team-b/web").is_some(), "a load balancer no provider serves any more stays");
+        assert!(!a.take_calls().iter().any(|call| call.starts_with("ensure-deleted")), "nothing is deleted");
 
         stop.cancel();
         tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();
