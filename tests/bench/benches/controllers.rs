@@ -266,7 +266,15 @@ impl Ingresses {
             anyhow::ensure!(!left.is_zero(), "only {} Services have an ingress", self.seen.len());
             let next = tokio::time::timeout(left.min(Duration::from_secs(1)), self.stream.next()).await;
             if let Ok(Some(service)) = next {
-                let service = service?;
+                // The watcher lists again after an error, such as a resource
+                // version too old for the API server's watch cache.
+                let service = match service {
+                    Ok(service) => service,
+                    Err(err) => {
+                        eprintln!("the ingress watch: {err}; listing again");
+                        continue;
+                    }
+                };
                 let ingress = service.status.and_then(|status| status.load_balancer).and_then(|lb| lb.ingress);
                 if ingress.is_some_and(|ingress| !ingress.is_empty()) {
                     self.seen.insert(service.metadata.name.unwrap_or_default());
