@@ -20,7 +20,10 @@ pub struct Member<C> {
 }
 
 /// The providers by the names their metrics, events and load balancer
-/// annotations carry. A provider keeps its cloud for as long as its name
+/// annotations carry: who serves what. One writer publishes them (in the
+/// controller manager, the fleet of `wasm-ccm-fleet`); the controllers
+/// follow them, and the service controller's `Roster` is its index of
+/// what each serves. A provider keeps its cloud for as long as its name
 /// is in the set: a new cloud under a name already running is not picked
 /// up, so a provider is re-configured inside its cloud (see
 /// the host's `ProviderHandle::swap`).
