@@ -7,7 +7,7 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
-use wasm_ccm_controllers::{LoadBalancerPolicy, Member, Members, Serves};
+use wasm_ccm_controllers::{Member, Members, Serves};
 
 use crate::loader::{BoxError, LoadFailure, Loader, chain};
 use crate::planned::Planned;
@@ -78,14 +78,13 @@ pub enum StartError {
     Some(Vec<LoadFailure>),
 }
 
-/// A provider serving.
+/// A provider serving: what the members do not say of it. Its cloud and
+/// policy are its member's.
 struct Running<L: Loader> {
-    /// What it was loaded from and planned to serve, to tell what an offer
-    /// changes.
+    /// What it was loaded from and planned to serve (before it was fitted
+    /// to what it supports), to tell what an offer changes.
     spec: L::Spec,
     serves: Serves,
-    load_balancers: LoadBalancerPolicy,
-    cloud: L::Cloud,
     stop: CancellationToken,
 }
 
@@ -205,15 +204,14 @@ impl<L: Loader> Fleet<L> {
             }
         }
         for planned in plan {
-            let serving = match self.running.get_mut(&planned.name) {
-                None => None,
-                Some(running) if running.spec != planned.spec => Some(running.cloud.clone()),
-                Some(running) => {
+            let member = self.members.borrow().get(&planned.name).cloned();
+            let serving = match (self.running.get_mut(&planned.name), member) {
+                (Some(running), Some(member)) if running.spec != planned.spec => Some(member.cloud),
+                (Some(running), Some(member)) => {
                     self.loading.remove(&planned.name);
-                    if running.serves != planned.serves || running.load_balancers != planned.load_balancers {
+                    if running.serves != planned.serves || member.load_balancers != planned.load_balancers {
                         tracing::info!(provider = %planned.name, serves = ?planned.serves, policy = ?planned.load_balancers, "the provider serves load balancers otherwise now");
                         running.serves = planned.serves.clone();
-                        running.load_balancers = planned.load_balancers.clone();
                         self.members.send_modify(|members| {
                             if let Some(member) = members.get_mut(&planned.name) {
                                 member.serves = planned.serves;
@@ -223,6 +221,7 @@ impl<L: Loader> Fleet<L> {
                     }
                     continue;
                 }
+                _ => None,
             };
             self.loads += 1;
             self.loading.insert(planned.name.clone(), self.loads);
@@ -279,12 +278,11 @@ impl<L: Loader> Fleet<L> {
     /// Puts `cloud` in service as `planned` says, in place of whatever
     /// served under its name.
     fn serve(&mut self, planned: Planned<L::Spec>, cloud: L::Cloud, serves: Serves, stop: CancellationToken) {
-        let member = Member { cloud: cloud.clone(), serves, load_balancers: planned.load_balancers.clone() };
+        let member = Member { cloud, serves, load_balancers: planned.load_balancers };
         self.members.send_modify(|members| {
             members.insert(planned.name.clone(), member);
         });
-        let running =
-            Running { spec: planned.spec, serves: planned.serves, load_balancers: planned.load_balancers, cloud, stop };
+        let running = Running { spec: planned.spec, serves: planned.serves, stop };
         if let Some(previous) = self.running.insert(planned.name, running) {
             previous.stop.cancel();
         }
@@ -322,6 +320,7 @@ mod tests {
     use tokio::sync::Semaphore;
     use wasm_ccm_cloud::Parts;
     use wasm_ccm_cloud::testing::TestCloud;
+    use wasm_ccm_controllers::LoadBalancerPolicy;
 
     use super::*;
 
@@ -445,6 +444,12 @@ mod tests {
         (offer, events, members)
     }
 
+    /// A fleet started with provider `a`, version 1, serving `a/lb`.
+    async fn serving_a(loader: &TestLoader) -> Fleet<TestLoader> {
+        let plan = vec![planned("a", spec(1), classes(&["a/lb"]))];
+        Fleet::start(loader.clone(), plan, CancellationToken::new()).await.unwrap()
+    }
+
     fn offer(plan: Vec<Planned<Spec>>) -> Offer<Spec> {
         Offer { origin: "test".to_owned(), plan: Ok(plan) }
     }
@@ -520,8 +525,7 @@ mod tests {
     #[tokio::test]
     async fn a_change_of_load_balancing_alone_reaches_the_provider_serving_without_a_reload() {
         let loader = TestLoader::default();
-        let start = vec![planned("a", spec(1), classes(&["a/lb"]))];
-        let fleet = Fleet::start(loader.clone(), start, CancellationToken::new()).await.unwrap();
+        let fleet = serving_a(&loader).await;
         let (offers, mut events, mut members) = following(fleet);
         members.mark_unchanged();
 
@@ -563,10 +567,7 @@ mod tests {
     #[tokio::test]
     async fn a_provider_that_does_not_load_leaves_the_one_serving_in_place() {
         let loader = TestLoader::default();
-        let fleet =
-            Fleet::start(loader.clone(), vec![planned("a", spec(1), classes(&["a/lb"]))], CancellationToken::new())
-                .await
-                .unwrap();
+        let fleet = serving_a(&loader).await;
         let (offers, mut events, members) = following(fleet);
         let broken = Spec { broken: true, ..spec(2) };
         offers.unbounded_send(offer(vec![planned("a", broken, classes(&["a/lb"]))])).unwrap();
@@ -578,10 +579,7 @@ mod tests {
     #[tokio::test]
     async fn only_the_latest_plan_s_load_serves() {
         let loader = TestLoader::default();
-        let fleet =
-            Fleet::start(loader.clone(), vec![planned("a", spec(1), classes(&["a/lb"]))], CancellationToken::new())
-                .await
-                .unwrap();
+        let fleet = serving_a(&loader).await;
         let (offers, mut events, members) = following(fleet);
         let gate = loader.hold("b");
         offers
