@@ -4,6 +4,7 @@
 //! cloud repaired by ensuring every load balancer again each resync period.
 
 pub mod addresses;
+mod burst;
 pub mod claim;
 pub mod ingress;
 pub(crate) mod lanes;
@@ -25,6 +26,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
+use self::burst::{Burst, QUIET};
 use self::claim::{Claim, Decision, annotation};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
@@ -38,9 +40,6 @@ use wasm_ccm_kube::informer::Change;
 
 /// A Service's key.
 pub type ServiceKey = ObjectRef<Service>;
-
-/// Node changes arriving within this window are synced together.
-const COALESCE: Duration = Duration::from_millis(100);
 
 /// The service controller: the Service sync and the node sync, and what
 /// feeds them.
@@ -60,6 +59,7 @@ pub struct ServiceTriggers {
     services: Store<Service>,
     queue: WorkQueue<ServiceKey>,
     node_queue: WorkQueue<All>,
+    node_changes: Arc<Burst>,
 }
 
 impl<C: Cloud> ServiceController<C> {
@@ -68,17 +68,32 @@ impl<C: Cloud> ServiceController<C> {
     /// be made inside a tokio runtime.
     pub fn new(ctx: Context<C>, services: Store<Service>, claim: Claim, policy: LoadBalancerPolicy) -> Self {
         let memory = Arc::new(Memory::default());
+        let node_changes = Arc::new(Burst::default());
         let policy = SharedPolicy::new(policy);
         let workers = ctx.settings.concurrent_service_syncs;
         let sync = ServiceSync::new(ctx.clone(), services.clone(), memory.clone(), claim.clone(), policy.clone());
         let sync = Runner::new(sync, workers, ctx.metrics.clone());
         let node_sync = Runner::new(
-            NodeSync::new(ctx.clone(), services.clone(), memory.clone(), sync.queue(), claim.clone()),
+            NodeSync::new(
+                ctx.clone(),
+                services.clone(),
+                memory.clone(),
+                sync.queue(),
+                claim.clone(),
+                node_changes.clone(),
+            ),
             1,
             ctx.metrics.clone(),
         );
-        let triggers =
-            ServiceTriggers { claim, policy, memory, services, queue: sync.queue(), node_queue: node_sync.queue() };
+        let triggers = ServiceTriggers {
+            claim,
+            policy,
+            memory,
+            services,
+            queue: sync.queue(),
+            node_queue: node_sync.queue(),
+            node_changes,
+        };
         ServiceController { triggers, sync, node_sync, resync_period: ctx.settings.load_balancer_resync_period }
     }
 
@@ -173,9 +188,11 @@ impl ServiceTriggers {
     }
 
     /// Takes note that the nodes changed in a way that concerns load
-    /// balancers: those whose node set differs will be updated.
+    /// balancers: those whose node set differs will be updated once the
+    /// burst of changes this one belongs to is over.
     pub fn nodes_changed(&self) {
-        self.node_queue.add_after(All, COALESCE);
+        self.node_changes.change();
+        self.node_queue.add_after(All, QUIET);
     }
 
     /// Replaces the operator's policy for the provider's load balancers.

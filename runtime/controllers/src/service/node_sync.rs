@@ -14,6 +14,7 @@ use tracing::Instrument;
 use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot, ProviderError};
 
 use super::ServiceKey;
+use super::burst::Burst;
 use super::claim::Claim;
 use super::memory::Memory;
 use crate::context::Context;
@@ -33,6 +34,8 @@ pub(super) struct NodeSync<C> {
     /// Where load balancers that failed to update go for a full sync.
     retries: WorkQueue<ServiceKey>,
     claim: Claim,
+    /// The node changes this sync waits to be over.
+    changes: Arc<Burst>,
 }
 
 impl<C: Cloud> Reconcile for NodeSync<C> {
@@ -45,6 +48,9 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
     }
 
     async fn reconcile(&self, _: &All) -> Result<Action, Error> {
+        if let Some(rest) = self.changes.end() {
+            return Ok(Action::RequeueAfter(rest));
+        }
         self.sync_nodes().await.map(|()| Action::AwaitChange)
     }
 }
@@ -85,8 +91,9 @@ impl<C: Cloud> NodeSync<C> {
         memory: Arc<Memory>,
         retries: WorkQueue<ServiceKey>,
         claim: Claim,
+        changes: Arc<Burst>,
     ) -> Self {
-        NodeSync { ctx, services, memory, retries, claim }
+        NodeSync { ctx, services, memory, retries, claim, changes }
     }
 
     /// Updates one load balancer's nodes, as upstream's
@@ -151,6 +158,7 @@ mod tests {
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
     use crate::metrics::Metrics;
+    use crate::service::burst::QUIET;
     use crate::service::policy::SharedPolicy;
     use crate::service::sync::ServiceSync;
 
@@ -171,7 +179,7 @@ mod tests {
     }
 
     fn node_sync(env: &TestEnv, memory: &Arc<Memory>, retries: &WorkQueue<ServiceKey>) -> NodeSync<TestCloud> {
-        NodeSync::new(env.context(), env.services(), memory.clone(), retries.clone(), env.claim())
+        NodeSync::new(env.context(), env.services(), memory.clone(), retries.clone(), env.claim(), Arc::default())
     }
 
     #[tokio::test]
@@ -185,6 +193,27 @@ mod tests {
         assert_eq!(env.event_reasons(), ["UpdatedLoadBalancer"]);
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         assert_eq!(env.cloud.take_calls(), ["update default/web"], "nothing stale the second time");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_node_changes_updates_each_load_balancer_once_it_is_over() {
+        let (mut env, memory, _) = ensured().await;
+        let retries = WorkQueue::new(Metrics::default().queue("service"));
+        let changes: Arc<Burst> = Arc::default();
+        let sync = NodeSync::new(env.context(), env.services(), memory, retries, env.claim(), changes.clone());
+        for name in ["node-b", "node-c", "node-d"] {
+            env.add_node(Node::test(name)).await;
+            changes.change();
+            tokio::time::sleep(QUIET / 2).await;
+            let action = sync.reconcile(&All).await.unwrap();
+            assert_eq!(action, Action::RequeueAfter(QUIET / 2), "the burst goes on");
+        }
+        assert_eq!(env.cloud.take_calls(), Vec::<String>::new(), "nothing while the burst goes on");
+        tokio::time::sleep(QUIET / 2).await;
+        assert_eq!(sync.reconcile(&All).await.unwrap(), Action::AwaitChange);
+        assert_eq!(env.cloud.take_calls(), ["update default/web"], "one update for the burst");
+        let nodes = ["node-a", "node-b", "node-c", "node-d"].map(str::to_owned).to_vec();
+        assert_eq!(env.cloud.load_balancer("default/web"), Some(nodes));
     }
 
     #[tokio::test]
