@@ -491,7 +491,7 @@ mod lanes_tests {
         assert_eq!(b.load_balancer("default/web-a"), None);
         assert!(a.load_balancer("default/web-other").is_none() && b.load_balancer("default/web-other").is_none());
         let web_b = services.get("web-b").await.unwrap();
-        assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::claim::PROVIDER_ANNOTATION], "b");
+        assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::rules::PROVIDER_ANNOTATION], "b");
 
         // b leaves: its load balancer stays, its Service is warned about.
         providers.send_modify(|members| {
@@ -521,7 +521,7 @@ mod lanes_tests {
         });
         until("c's load balancer", || c.load_balancer("default/web-b").is_some()).await;
         let web_b = services.get("web-b").await.unwrap();
-        assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::claim::PROVIDER_ANNOTATION], "c");
+        assert_eq!(web_b.metadata.annotations.unwrap()[crate::service::rules::PROVIDER_ANNOTATION], "c");
 
         stop.cancel();
         tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();

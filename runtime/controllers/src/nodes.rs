@@ -9,7 +9,23 @@ use k8s_openapi::api::core::v1::Node;
 use kube::runtime::reflector::Store;
 use wasm_ccm_cloud::NodeSnapshot;
 
-use crate::service::rules::is_eligible;
+/// Nodes with this label back no load balancer.
+pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+/// The cluster autoscaler's taint on a node it is removing.
+pub const AUTOSCALER_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// Whether the node may back load balancers: not being deleted, not
+/// excluded by label, not being removed by the cluster autoscaler. Its
+/// readiness does not matter, as upstream since 1.30.
+pub fn is_eligible(node: &Node) -> bool {
+    let excluded = node.metadata.labels.as_ref().is_some_and(|labels| labels.contains_key(EXCLUDE_LABEL));
+    let autoscaled_away = node
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.taints.as_ref())
+        .is_some_and(|taints| taints.iter().any(|taint| taint.key == AUTOSCALER_TAINT));
+    node.metadata.deletion_timestamp.is_none() && !excluded && !autoscaled_away
+}
 
 /// Up to `limit` of `nodes`' names, for events, as upstream lists them:
 /// `[a b <3 more>]`.
@@ -68,5 +84,37 @@ impl NodeCache {
         let set = Arc::new(NodeSnapshot::new(nodes));
         *cached = Some((version, set.clone()));
         set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{NodeSpec, Taint};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    use super::*;
+
+    #[test]
+    fn eligible_nodes() {
+        let node = |labels: Option<&str>, taint: Option<&str>| Node {
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                labels: labels.map(|label| [(label.to_owned(), String::new())].into()),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                taints: taint
+                    .map(|key| vec![Taint { key: key.into(), effect: "NoSchedule".into(), ..Default::default() }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(is_eligible(&node(None, None)));
+        assert!(is_eligible(&node(Some("other"), Some("other"))));
+        assert!(!is_eligible(&node(Some(EXCLUDE_LABEL), None)));
+        assert!(!is_eligible(&node(None, Some(AUTOSCALER_TAINT))));
+        let mut gone = node(None, None);
+        gone.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        assert!(!is_eligible(&gone));
     }
 }

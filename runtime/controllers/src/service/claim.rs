@@ -27,12 +27,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::addresses::AddressIndex;
 use super::ownership;
-use super::rules::has_finalizer;
+use super::rules::{PROVIDER_ANNOTATION, has_finalizer};
 use crate::serves::Serves;
-
-/// The annotation naming the provider that ensured a Service's load
-/// balancer: information, written by the lane with the finalizer.
-pub const PROVIDER_ANNOTATION: &str = "wasm-ccm.io/load-balancer-provider";
 
 /// The provider `service`'s annotation names.
 pub fn annotation(service: &Service) -> Option<&str> {

@@ -15,8 +15,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use super::claim::{Claim, PROVIDER_ANNOTATION, Roster};
+use super::claim::{Claim, Roster};
 use super::policy::LoadBalancerPolicy;
+use super::rules::PROVIDER_ANNOTATION;
 use super::{ServiceController, ServiceKey, ServiceTriggers};
 use crate::context::Context;
 use crate::members::{Member, Members};

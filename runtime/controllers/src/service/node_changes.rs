@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 
-use super::rules::EXCLUDE_LABEL;
+use crate::nodes::EXCLUDE_LABEL;
 use wasm_ccm_kube::informer::Change;
 
 /// What of a node a load balancer's node set depends on between syncs.
@@ -70,7 +70,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::NodeFixture;
-    use crate::service::rules::AUTOSCALER_TAINT;
+    use crate::nodes::AUTOSCALER_TAINT;
 
     fn applied(node: &Node) -> Change<Node> {
         Change::Applied(Arc::new(node.clone()))

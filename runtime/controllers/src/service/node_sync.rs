@@ -187,7 +187,7 @@ mod tests {
         let (mut env, memory, _) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
         env.add_node(Node::test("node-b")).await;
-        env.add_node(Node::test("node-c").with_labels(&[(crate::service::rules::EXCLUDE_LABEL, "")])).await;
+        env.add_node(Node::test("node-c").with_labels(&[(crate::nodes::EXCLUDE_LABEL, "")])).await;
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         assert_eq!(env.cloud.load_balancer("default/web"), Some(vec!["node-a".to_owned(), "node-b".to_owned()]));
         assert_eq!(env.event_reasons(), ["UpdatedLoadBalancer"]);

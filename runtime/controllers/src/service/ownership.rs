@@ -17,8 +17,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
-use super::claim::PROVIDER_ANNOTATION;
-use super::rules::LOAD_BALANCER_FINALIZER;
+use super::rules::{LOAD_BALANCER_FINALIZER, PROVIDER_ANNOTATION};
 
 /// The condition type of the record.
 pub const OWNER_CONDITION: &str = "wasm-ccm.io/LoadBalancerProvider";

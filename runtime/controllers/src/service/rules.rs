@@ -1,19 +1,17 @@
 //! Upstream's rules for which Services get a load balancer, when one must be
-//! cleaned up, which changes need a sync, and which nodes back it.
+//! cleaned up, and which changes need a sync; and the names the controller
+//! marks a Service with.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service, ServiceSpec};
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service, ServiceSpec};
 
-use super::claim::PROVIDER_ANNOTATION;
-
+/// The annotation naming the provider that ensured a Service's load
+/// balancer: information, written by the lane with the finalizer.
+pub const PROVIDER_ANNOTATION: &str = "wasm-ccm.io/load-balancer-provider";
 /// The finalizer that keeps a Service until its load balancer is gone.
 pub const LOAD_BALANCER_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
-/// Nodes with this label back no load balancer.
-pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
-/// The cluster autoscaler's taint on a node it is removing.
-pub const AUTOSCALER_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
 
 /// Whether the Service carries the load-balancer finalizer.
 pub fn has_finalizer(service: &Service) -> bool {
@@ -123,19 +121,6 @@ fn list(values: &Option<Vec<String>>) -> String {
     format!("[{}]", values.as_deref().unwrap_or_default().join(" "))
 }
 
-/// Whether the node may back load balancers: not being deleted, not
-/// excluded by label, not being removed by the cluster autoscaler. Its
-/// readiness does not matter, as upstream since 1.30.
-pub fn is_eligible(node: &Node) -> bool {
-    let excluded = node.metadata.labels.as_ref().is_some_and(|labels| labels.contains_key(EXCLUDE_LABEL));
-    let autoscaled_away = node
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.taints.as_ref())
-        .is_some_and(|taints| taints.iter().any(|taint| taint.key == AUTOSCALER_TAINT));
-    node.metadata.deletion_timestamp.is_none() && !excluded && !autoscaled_away
-}
-
 /// Whether two statuses have the same ingress, as upstream compares them.
 pub fn same_ingress(current: &LoadBalancerStatus, desired: &LoadBalancerStatus) -> bool {
     current.ingress.as_deref().unwrap_or_default() == desired.ingress.as_deref().unwrap_or_default()
@@ -143,7 +128,7 @@ pub fn same_ingress(current: &LoadBalancerStatus, desired: &LoadBalancerStatus) 
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{LoadBalancerIngress, NodeSpec, ServicePort, ServiceSpec, Taint};
+    use k8s_openapi::api::core::v1::{LoadBalancerIngress, ServicePort, ServiceSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
     use super::*;
@@ -267,30 +252,6 @@ mod tests {
         spec(&mut port_and_ip).load_balancer_ip = Some("1.2.3.4".into());
         assert_eq!(update_event(&base, &port_and_ip), None);
         assert_eq!(change(&|s| s.metadata.annotations = Some([("a".into(), "b".into())].into())), None);
-    }
-
-    #[test]
-    fn eligible_nodes() {
-        let node = |labels: Option<&str>, taint: Option<&str>| Node {
-            metadata: ObjectMeta {
-                name: Some("n".into()),
-                labels: labels.map(|label| [(label.to_owned(), String::new())].into()),
-                ..Default::default()
-            },
-            spec: Some(NodeSpec {
-                taints: taint
-                    .map(|key| vec![Taint { key: key.into(), effect: "NoSchedule".into(), ..Default::default() }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert!(is_eligible(&node(None, None)));
-        assert!(is_eligible(&node(Some("other"), Some("other"))));
-        assert!(!is_eligible(&node(Some(EXCLUDE_LABEL), None)));
-        assert!(!is_eligible(&node(None, Some(AUTOSCALER_TAINT))));
-        let mut gone = node(None, None);
-        gone.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
-        assert!(!is_eligible(&gone));
     }
 
     #[test]

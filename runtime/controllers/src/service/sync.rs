@@ -307,9 +307,9 @@ mod tests {
     use super::*;
     use crate::fixtures::{NodeFixture, OwnedFixture, ServiceFixture, TestCloud, TestEnv};
     use crate::serves::Serves;
-    use crate::service::claim::PROVIDER_ANNOTATION;
     use crate::service::ingress::IngressRanges;
     use crate::service::policy::LoadBalancerPolicy;
+    use crate::service::rules::PROVIDER_ANNOTATION;
 
     fn ingress(service: &Service) -> Option<String> {
         let status = service.status.as_ref()?.load_balancer.as_ref()?;
