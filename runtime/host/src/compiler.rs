@@ -249,10 +249,10 @@ fn compile_stdin() -> Result<(), ChildFailure> {
     limit_self(&header).map_err(|err| request("cannot set the compiler's limits", &err))?;
     let mut wasm = Vec::with_capacity(header.size);
     stdin.take(header.size as u64).read_to_end(&mut wasm).map_err(|err| request("cannot read the component", &err))?;
-    let mut config = compiler_config(header.opt_level);
-    // One thread per compile: the parent's turns bound the compiles at
-    // once, and a compile's CPU time is then its time.
-    config.parallel_compilation(false);
+    // On every core, as in the parent: a provider's compile is what the
+    // controllers wait for at start and at a reload. Its CPU-time limit
+    // counts all its threads.
+    let config = compiler_config(header.opt_level);
     let engine = wasmtime::Engine::new(&config)
         .map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
     let component = Component::new(&engine, &wasm).map_err(|err| {
