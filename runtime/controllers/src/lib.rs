@@ -9,14 +9,16 @@
 //!   are gone and taints those shut down;
 //! - the **route** controller: cloud routes for the nodes' pod CIDRs.
 //!
-//! [`ControllerManager`] runs those enabled on one watch of nodes and one of
-//! Services. Every controller has one shape: triggers that queue keys, and a
-//! [`runner`] whose workers reconcile them with the controller's context (the
-//! client, the cloud, the node cache, events, metrics, settings) under one
-//! error policy.
+//! [`ControllerManager`] runs those enabled on one watch per kind of object.
+//! Every controller has one shape: a watcher of those watches whose
+//! triggers queue keys, and a [`runner`] whose workers reconcile them with
+//! the controller's context (the client, the cloud, the node cache, events,
+//! metrics, settings) under one error policy.
 
+mod caches;
 pub mod config;
 mod context;
+mod driver;
 mod error;
 #[cfg(test)]
 mod fixtures;

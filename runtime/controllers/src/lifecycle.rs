@@ -11,7 +11,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::{Cloud, ProviderError};
 
+use crate::config::ControllerName;
 use crate::context::Context;
+use crate::driver::Controller;
 use crate::error::Error;
 use crate::instances;
 use crate::runner::{Action, Reconcile, Retry, Runner, Stopped};
@@ -31,12 +33,13 @@ impl<C: Cloud> NodeLifecycleController<C> {
             Runner::new(MonitorNode::new(ctx.clone()), ctx.settings.concurrent_node_syncs, ctx.metrics.clone());
         NodeLifecycleController { runner, ctx }
     }
+}
 
-    /// Monitors every node now and every period until `stop`.
-    ///
-    /// # Errors
-    /// When it stopped on its own.
-    pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
+impl<C: Cloud> Controller for NodeLifecycleController<C> {
+    const NAME: ControllerName = ControllerName::CloudNodeLifecycle;
+
+    /// Monitors every node now and every period.
+    async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
         let nodes = self.ctx.nodes.clone();
         let every_node =
             move || nodes.all().iter().map(|node| node.metadata.name.clone().unwrap_or_default()).collect();

@@ -1,5 +1,6 @@
-//! Runs the enabled controllers on shared caches: one watch for nodes and
-//! one for Services, whose changes go to every controller that cares. A
+//! Runs the enabled controllers alike: each is made as a
+//! [`Controller`](crate::driver::Controller) on the shared caches, hears
+//! their changes once they are synced, and runs until the manager stops. A
 //! controller that stops on its own stops them all with an error, as
 //! upstream's process crashes.
 //!
@@ -13,16 +14,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::{Namespace, Node, Service};
-use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
+use crate::caches::Caches;
 use crate::config::{ControllerName, Settings};
 use crate::context::Context;
+use crate::driver::Described;
 use crate::lifecycle::NodeLifecycleController;
 use crate::members::{Member, Members};
 use crate::metrics::Metrics;
@@ -32,11 +32,9 @@ use crate::route::RouteController;
 use crate::runner::Stopped;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
-use crate::service::node_changes::NodeChanges;
 use crate::service::policy::LoadBalancerPolicy;
 use wasm_ccm_kube::client::{ClientError, Clients};
 use wasm_ccm_kube::events::Events;
-use wasm_ccm_kube::informer::{Change, informer};
 
 /// Why the controllers cannot start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -208,6 +206,38 @@ impl<C: Cloud> ControllerManager<C> {
         })
     }
 
+    /// Makes `controller` on `caches`, to run until `working`; its client
+    /// lives until `stop`.
+    async fn describe(
+        &self,
+        controller: ControllerName,
+        caches: &mut Caches,
+        stop: &CancellationToken,
+        working: &CancellationToken,
+    ) -> Result<Described, ManagerError> {
+        let nodes = caches.nodes().clone();
+        let working = working.clone();
+        Ok(match controller {
+            ControllerName::Service => {
+                let context = self.context(&nodes, controller, stop, Serves::load_balancers).await?;
+                let (services, namespaces) = (caches.services(), caches.namespaces());
+                Described::new(ServiceLanes::new(context, services, namespaces, self.providers.clone()), working)
+            }
+            ControllerName::CloudNode => {
+                let context = self.context(&nodes, controller, stop, |serves| serves.nodes).await?;
+                Described::new(CloudNodeController::new(context), working)
+            }
+            ControllerName::CloudNodeLifecycle => {
+                let context = self.context(&nodes, controller, stop, |serves| serves.nodes).await?;
+                Described::new(NodeLifecycleController::new(context), working)
+            }
+            ControllerName::Route => {
+                let context = self.context(&nodes, controller, stop, |serves| serves.routes).await?;
+                Described::new(RouteController::new(context), working)
+            }
+        })
+    }
+
     /// Runs the controllers until `stop`, then waits for reconciles in
     /// flight. `readiness` is true while the controllers run on synced
     /// caches.
@@ -219,111 +249,28 @@ impl<C: Cloud> ControllerManager<C> {
         for (controller, reason) in skipped {
             tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }
-        let is_active = |controller| active.contains(&controller);
-        let client = &self.clients.root();
-        let mut tasks = JoinSet::new();
-
-        let (node_changes, mut node_updates) = mpsc::unbounded_channel::<Change<Node>>();
-        let (node_store, node_watch) = informer(Api::<Node>::all(client.clone()), stop.clone(), move |change| {
-            let _ = node_changes.send(change);
-        });
-        tasks.spawn(node_watch);
-        let nodes = NodeCache::new(node_store.clone());
-
-        let services = if is_active(ControllerName::Service) {
-            let (service_changes, service_updates) = mpsc::unbounded_channel::<Change<Service>>();
-            let (store, watch) = informer(Api::<Service>::all(client.clone()), stop.clone(), move |change| {
-                let _ = service_changes.send(change);
-            });
-            tasks.spawn(watch);
-            let (namespace_changes, namespace_updates) = mpsc::unbounded_channel::<Change<Namespace>>();
-            let (namespaces, watch) = informer(Api::<Namespace>::all(client.clone()), stop.clone(), move |change| {
-                let _ = namespace_changes.send(change);
-            });
-            tasks.spawn(watch);
-            let context = self.context(&nodes, ControllerName::Service, &stop, Serves::load_balancers).await?;
-            let members = self.providers.borrow().clone();
-            let lanes = ServiceLanes::new(context, store.clone(), namespaces.clone(), &members);
-            tasks.spawn(follow_namespaces(namespace_updates, lanes.triggers()));
-            Some((store, namespaces, service_updates, lanes))
-        } else {
-            None
-        };
-        let cloud_node = match is_active(ControllerName::CloudNode) {
-            true => {
-                let context = self.context(&nodes, ControllerName::CloudNode, &stop, |serves| serves.nodes).await?;
-                Some(CloudNodeController::new(context))
-            }
-            false => None,
-        };
-
-        {
-            let nodes = nodes.clone();
-            let service_triggers = services.as_ref().map(|(.., lanes)| lanes.triggers());
-            let node_triggers = cloud_node.as_ref().map(CloudNodeController::triggers);
-            tasks.spawn(async move {
-                let mut node_changes = NodeChanges::default();
-                while let Some(change) = node_updates.recv().await {
-                    nodes.changed();
-                    if let Some(triggers) = &service_triggers
-                        && node_changes
-                            .concern_load_balancers(&change, |name| nodes.store().get(&ObjectRef::new(name)).is_some())
-                    {
-                        triggers.nodes_changed();
-                    }
-                    if let Some(triggers) = &node_triggers {
-                        triggers.observe(&change);
-                    }
-                }
-            });
-        }
-        let synced = async {
-            node_store.wait_until_ready().await?;
-            if let Some((store, namespaces, _, lanes)) = &services {
-                store.wait_until_ready().await?;
-                // Only a provider that picks Services by their namespace's
-                // labels needs the namespaces listed first: without one, a
-                // missing grant for namespaces holds nothing up.
-                if lanes.triggers().selects_namespaces() {
-                    namespaces.wait_until_ready().await?;
-                }
-            }
-            Ok::<_, kube::runtime::reflector::store::WriterDropped>(())
-        };
-        tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            synced = synced => if synced.is_err() { return Ok(()) },
-        }
-        tracing::info!(controllers = ?active.iter().map(ToString::to_string).collect::<Vec<_>>(), "caches synced; starting controllers");
-
+        let mut caches = Caches::start(self.clients.root(), stop.clone());
         // Stopped by `stop`, or by one of them ending on its own.
         let working = stop.child_token();
+        let mut described = Vec::new();
+        for controller in active {
+            described.push(self.describe(controller, &mut caches, &stop, &working).await?);
+        }
+        let namespaces = described.iter().any(|controller| controller.waits_for_namespaces);
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            synced = caches.synced(namespaces) => if synced.is_err() { return Ok(()) },
+        }
+        let names: Vec<&'static str> = described.iter().map(|controller| controller.name.as_str()).collect();
+        tracing::info!(controllers = ?names, "caches synced; starting controllers");
+        let watchers: Vec<_> = described.iter().filter_map(|controller| controller.watcher.clone()).collect();
+        let mut tasks = caches.hand_on(&watchers);
         let mut controllers = JoinSet::new();
-        // Services are observed once the namespaces are listed too when a
-        // provider picks Services by their namespace's labels.
-        if let Some((_, _, mut updates, lanes)) = services {
-            let triggers = lanes.triggers();
-            tasks.spawn(async move {
-                while let Some(change) = updates.recv().await {
-                    triggers.observe(&change);
-                }
-            });
-            controllers.spawn(lanes.run(self.providers.clone(), working.clone()));
+        for controller in described {
+            controllers.spawn(controller.run);
         }
-        if let Some(controller) = cloud_node {
-            controllers.spawn(controller.run(working.clone()));
-        }
-        if is_active(ControllerName::CloudNodeLifecycle) {
-            let context =
-                self.context(&nodes, ControllerName::CloudNodeLifecycle, &stop, |serves| serves.nodes).await?;
-            controllers.spawn(NodeLifecycleController::new(context).run(working.clone()));
-        }
-        if is_active(ControllerName::Route) {
-            let context = self.context(&nodes, ControllerName::Route, &stop, |serves| serves.routes).await?;
-            controllers.spawn(RouteController::new(context).run(working.clone()));
-        }
-        for controller in &active {
-            self.metrics.controller_running(controller.as_str(), true);
+        for name in &names {
+            self.metrics.controller_running(name, true);
         }
         readiness.set(true);
         let mut outcome = Ok(());
@@ -342,36 +289,11 @@ impl<C: Cloud> ControllerManager<C> {
             }
         }
         readiness.set(false);
-        for controller in &active {
-            self.metrics.controller_running(controller.as_str(), false);
+        for name in &names {
+            self.metrics.controller_running(name, false);
         }
         tasks.abort_all();
         outcome.map_err(ManagerError::from)
-    }
-}
-
-/// Has the lanes reconsider the Services of each namespace whose labels
-/// changed, once the namespaces were first listed.
-async fn follow_namespaces(
-    mut updates: mpsc::UnboundedReceiver<Change<Namespace>>,
-    triggers: crate::service::lanes::LaneTriggers,
-) {
-    let mut labels = BTreeMap::new();
-    let mut listed = false;
-    while let Some(change) = updates.recv().await {
-        match change {
-            Change::Applied(namespace) => {
-                let name = namespace.metadata.name.clone().unwrap_or_default();
-                let current = namespace.metadata.labels.clone().unwrap_or_default();
-                if labels.insert(name.clone(), current.clone()).is_none_or(|before| before != current) && listed {
-                    triggers.namespace_changed(&name);
-                }
-            }
-            Change::Deleted(namespace) => {
-                labels.remove(namespace.metadata.name.as_deref().unwrap_or_default());
-            }
-            Change::Resynced => listed = true,
-        }
     }
 }
 
@@ -379,7 +301,8 @@ async fn follow_namespaces(
 mod tests {
     use std::time::Duration;
 
-    use kube::api::PostParams;
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
     use wasm_ccm_apiserver::ApiServer;
     use wasm_ccm_cloud::{Function, ProviderError};
 
@@ -417,9 +340,10 @@ mod lanes_tests {
     use std::collections::BTreeSet;
     use std::time::Duration;
 
+    use k8s_openapi::api::core::v1::{Namespace, Service};
     use k8s_openapi::api::events::v1::Event;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
-    use kube::api::{ListParams, PostParams};
+    use kube::api::{Api, ListParams, PostParams};
     use wasm_ccm_apiserver::ApiServer;
 
     use super::*;

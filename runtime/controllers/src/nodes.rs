@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
 use kube::runtime::reflector::Store;
+use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::NodeSnapshot;
+use wasm_ccm_kube::informer::{Change, informer};
 
 /// Nodes with this label back no load balancer.
 pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
@@ -52,9 +55,26 @@ struct Derived {
 }
 
 impl NodeCache {
-    /// Wraps the informer's store.
+    /// Wraps a store kept by hand, as the tests keep theirs.
+    #[cfg(test)]
     pub fn new(store: Store<Node>) -> Self {
         NodeCache { store, shared: Arc::default() }
+    }
+
+    /// Watches the nodes of `api` until `stop`: the cache, and the watch
+    /// to run. `on_change` hears every change after the cache noted it.
+    pub fn watch(
+        api: Api<Node>,
+        stop: CancellationToken,
+        mut on_change: impl FnMut(Change<Node>) + Send + 'static,
+    ) -> (Self, impl Future<Output = ()>) {
+        let shared: Arc<Derived> = Arc::default();
+        let noted = shared.clone();
+        let (store, watch) = informer(api, stop, move |change| {
+            noted.version.fetch_add(1, Ordering::Release);
+            on_change(change);
+        });
+        (NodeCache { store, shared }, watch)
     }
 
     /// The store.
@@ -67,7 +87,9 @@ impl NodeCache {
         self.store.state()
     }
 
-    /// Notes that the cache changed.
+    /// Notes that the cache changed, for a cache not kept by
+    /// [`NodeCache::watch`].
+    #[cfg(test)]
     pub fn changed(&self) {
         self.shared.version.fetch_add(1, Ordering::Release);
     }

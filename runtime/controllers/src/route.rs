@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use wasm_ccm_cloud::{Cloud, Route};
 
+use crate::config::ControllerName;
 use crate::context::Context;
+use crate::driver::Controller;
 use crate::error::Error;
 use crate::runner::{Action, All, Reconcile, Retry, Runner, Stopped};
 
@@ -145,13 +147,13 @@ impl<C: Cloud> RouteController<C> {
         let runner = Runner::new(ReconcileRoutes::new(ctx.clone()), 1, ctx.metrics.clone());
         RouteController { runner }
     }
+}
 
-    /// Reconciles now, then a period after each reconcile ends, until
-    /// `stop`.
-    ///
-    /// # Errors
-    /// When it stopped on its own.
-    pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
+impl<C: Cloud> Controller for RouteController<C> {
+    const NAME: ControllerName = ControllerName::Route;
+
+    /// Reconciles now, then a period after each reconcile ends.
+    async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
         self.runner.queue().add(All);
         self.runner.run(stop).await
     }

@@ -10,6 +10,7 @@ mod initialize;
 pub mod labels;
 mod refresh;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
@@ -18,7 +19,9 @@ use wasm_ccm_cloud::Cloud;
 
 use self::initialize::InitializeNode;
 use self::refresh::RefreshNode;
+use crate::config::ControllerName;
 use crate::context::Context;
+use crate::driver::{Controller, Watcher};
 use crate::nodes::NodeCache;
 use crate::runner::{Runner, Stopped, stopping_all_on_failure};
 use crate::taints::{UNINITIALIZED, has_taint};
@@ -28,23 +31,22 @@ use wasm_ccm_kube::informer::Change;
 /// The cloud node controller: node initialisation and the periodic address
 /// refresh.
 pub struct CloudNodeController<C: Cloud> {
-    triggers: NodeTriggers,
+    triggers: Arc<NodeTriggers>,
     initialize: Runner<InitializeNode<C>>,
     refresh: Runner<RefreshNode<C>>,
     nodes: NodeCache,
     refresh_period: Duration,
 }
 
-/// What queues nodes for initialisation; clones share it.
-#[derive(Clone)]
-pub struct NodeTriggers {
+/// What queues nodes for initialisation.
+struct NodeTriggers {
     queue: WorkQueue<String>,
 }
 
-impl NodeTriggers {
+impl Watcher for NodeTriggers {
     /// Queues every node added or changed, as upstream: a tainted one is
     /// initialised, another has its labels checked.
-    pub fn observe(&self, change: &Change<Node>) {
+    fn node(&self, change: &Change<Node>) {
         if let Change::Applied(node) = change
             && let Some(name) = &node.metadata.name
         {
@@ -61,25 +63,24 @@ impl<C: Cloud> CloudNodeController<C> {
         let initialize = Runner::new(InitializeNode::new(ctx.clone()), workers, ctx.metrics.clone());
         let refresh = Runner::new(RefreshNode::new(ctx.clone()), workers, ctx.metrics.clone());
         CloudNodeController {
-            triggers: NodeTriggers { queue: initialize.queue() },
+            triggers: Arc::new(NodeTriggers { queue: initialize.queue() }),
             initialize,
             refresh,
             nodes: ctx.nodes.clone(),
             refresh_period: ctx.settings.node_status_update_frequency,
         }
     }
+}
 
-    /// What queues nodes for initialisation.
-    pub fn triggers(&self) -> NodeTriggers {
-        self.triggers.clone()
+impl<C: Cloud> Controller for CloudNodeController<C> {
+    const NAME: ControllerName = ControllerName::CloudNode;
+
+    fn watcher(&self) -> Option<Arc<dyn Watcher>> {
+        Some(self.triggers.clone())
     }
 
-    /// Runs initialisation and the address refresh until `stop`; then lets
-    /// reconciles in flight finish.
-    ///
-    /// # Errors
-    /// When either stopped on its own.
-    pub async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
+    /// Runs initialisation and the address refresh.
+    async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
         let working = stop.child_token();
         let nodes = self.nodes;
         let initialized = move || {

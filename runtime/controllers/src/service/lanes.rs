@@ -5,9 +5,9 @@
 //! providers come and go, each on its own.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::watch;
@@ -16,11 +16,15 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, Roster};
+use super::node_changes::NodeChanges;
 use super::policy::LoadBalancerPolicy;
 use super::rules::PROVIDER_ANNOTATION;
 use super::{ServiceController, ServiceKey, ServiceTriggers};
+use crate::config::ControllerName;
 use crate::context::Context;
+use crate::driver::{Controller, Watcher};
 use crate::members::{Member, Members};
+use crate::nodes::NodeCache;
 use crate::runner::Stopped;
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::informer::Change;
@@ -32,10 +36,67 @@ pub(crate) struct LaneTriggers {
     roster: Roster,
     events: Events,
     services: Store<Service>,
+    nodes: NodeCache,
+    /// What of each node the load balancers' node sets depend on.
+    node_changes: Arc<Mutex<NodeChanges>>,
+    /// Each namespace's labels, to tell which changed.
+    namespaces: Arc<Mutex<NamespaceLabels>>,
     /// The warnings given about Services, by Service and reason: each is
     /// given once, and again only after what it warned about cleared, so
     /// that re-lists do not repeat it.
     warned: Arc<Mutex<HashSet<(ServiceKey, &'static str)>>>,
+}
+
+/// The namespaces' labels as last seen, and whether they were listed.
+#[derive(Default)]
+struct NamespaceLabels {
+    labels: BTreeMap<String, BTreeMap<String, String>>,
+    listed: bool,
+}
+
+impl Watcher for LaneTriggers {
+    /// Tells every lane when the nodes changed in a way that concerns
+    /// load balancers.
+    fn node(&self, change: &Change<Node>) {
+        let present = |name: &str| self.nodes.store().get(&ObjectRef::new(name)).is_some();
+        let concerns =
+            self.node_changes.lock().unwrap_or_else(PoisonError::into_inner).concern_load_balancers(change, present);
+        if concerns {
+            self.nodes_changed();
+        }
+    }
+
+    fn service(&self, change: &Change<Service>) {
+        self.observe(change);
+    }
+
+    /// Has the lanes reconsider the Services of a namespace whose labels
+    /// changed, once the namespaces were first listed.
+    fn namespace(&self, change: &Change<Namespace>) {
+        let changed = {
+            let mut seen = self.namespaces.lock().unwrap_or_else(PoisonError::into_inner);
+            match change {
+                Change::Applied(namespace) => {
+                    let name = namespace.metadata.name.clone().unwrap_or_default();
+                    let current = namespace.metadata.labels.clone().unwrap_or_default();
+                    let differs =
+                        seen.labels.insert(name.clone(), current.clone()).is_none_or(|before| before != current);
+                    (differs && seen.listed).then_some(name)
+                }
+                Change::Deleted(namespace) => {
+                    seen.labels.remove(namespace.metadata.name.as_deref().unwrap_or_default());
+                    None
+                }
+                Change::Resynced => {
+                    seen.listed = true;
+                    None
+                }
+            }
+        };
+        if let Some(name) = changed {
+            self.namespace_changed(&name);
+        }
+    }
 }
 
 impl LaneTriggers {
@@ -77,13 +138,13 @@ impl LaneTriggers {
     }
 
     /// Whether a provider picks Services by their namespace's labels.
-    pub(crate) fn selects_namespaces(&self) -> bool {
+    fn selects_namespaces(&self) -> bool {
         self.roster.selects_namespaces()
     }
 
     /// Has every lane reconsider the Services of `namespace`, whose labels
     /// changed, when a provider picks Services by their namespace.
-    pub(crate) fn namespace_changed(&self, namespace: &str) {
+    fn namespace_changed(&self, namespace: &str) {
         if !self.roster.selects_namespaces() {
             return;
         }
@@ -100,7 +161,7 @@ impl LaneTriggers {
     }
 
     /// Tells every lane that the nodes changed.
-    pub(crate) fn nodes_changed(&self) {
+    fn nodes_changed(&self) {
         self.each(ServiceTriggers::nodes_changed);
     }
 
@@ -176,36 +237,39 @@ pub(crate) struct ServiceLanes<C: Cloud> {
     /// Lanes made before the caches synced, to start with the others.
     made: Vec<(Arc<str>, ServiceController<C>)>,
     running: BTreeMap<Arc<str>, CancellationToken>,
+    /// The providers, followed while the lanes run.
+    providers: watch::Receiver<Members<C>>,
 }
 
 impl<C: Cloud> ServiceLanes<C> {
-    /// Lanes for the providers of `members` that serve load balancers,
-    /// made but not running, deciding by the labels of `namespaces`.
+    /// Lanes for the providers that serve load balancers, made but not
+    /// running, deciding by the labels of `namespaces`; they follow
+    /// `providers` once they run.
     pub(crate) fn new(
         base: Context<C>,
         services: Store<Service>,
         namespaces: Store<Namespace>,
-        members: &Members<C>,
+        providers: watch::Receiver<Members<C>>,
     ) -> Self {
         let triggers = LaneTriggers {
             lanes: Arc::default(),
             roster: Roster::new(namespaces),
             events: base.events.clone(),
             services: services.clone(),
+            nodes: base.nodes.clone(),
+            node_changes: Arc::default(),
+            namespaces: Arc::default(),
             warned: Arc::default(),
         };
-        let mut lanes = ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new() };
-        lanes.triggers.roster.set(roster(members));
+        let members = providers.borrow().clone();
+        let mut lanes =
+            ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new(), providers };
+        lanes.triggers.roster.set(roster(&members));
         for (name, member) in members.iter().filter(|(_, member)| member.serves.load_balancers()) {
             let lane = lanes.make(name, member);
             lanes.made.push((name.clone(), lane));
         }
         lanes
-    }
-
-    /// What feeds the lanes.
-    pub(crate) fn triggers(&self) -> LaneTriggers {
-        self.triggers.clone()
     }
 
     fn make(&self, name: &Arc<str>, member: &Member<C>) -> ServiceController<C> {
@@ -231,46 +295,6 @@ impl<C: Cloud> ServiceLanes<C> {
         let token = stop.child_token();
         self.running.insert(name, token.clone());
         tasks.spawn(lane.run(token));
-    }
-
-    /// Runs the lanes until `stop`, starting and stopping them as
-    /// `providers` changes; then lets reconciles in flight finish.
-    ///
-    /// # Errors
-    /// When a lane stopped on its own.
-    pub(crate) async fn run(
-        mut self,
-        mut providers: watch::Receiver<Members<C>>,
-        stop: CancellationToken,
-    ) -> Result<(), Stopped> {
-        // The cache is synced: every Service is indexed before any is
-        // ensured, whatever the changes still on their way.
-        self.triggers.roster.addresses().rebuild(&self.services.state());
-        let mut tasks = JoinSet::new();
-        for (name, lane) in std::mem::take(&mut self.made) {
-            self.start(name, lane, &mut tasks, &stop);
-        }
-        let mut following = true;
-        let outcome = loop {
-            tokio::select! {
-                () = stop.cancelled() => break Ok(()),
-                changed = providers.changed(), if following => match changed {
-                    Ok(()) => {
-                        let members = providers.borrow_and_update().clone();
-                        self.follow(&members, &mut tasks, &stop);
-                    }
-                    Err(_) => following = false,
-                },
-                Some(ended) = tasks.join_next() => match ended {
-                    Ok(Ok(())) => {}
-                    Ok(Err(stopped)) => break Err(stopped),
-                    Err(join) => break Err(Stopped { controller: "service", reason: format!("a lane's task failed: {join}") }),
-                },
-            }
-        };
-        self.running.values().for_each(CancellationToken::cancel);
-        while tasks.join_next().await.is_some() {}
-        outcome
     }
 
     /// Starts the lanes of providers new to `members`, stops those of
@@ -307,6 +331,54 @@ impl<C: Cloud> ServiceLanes<C> {
     }
 }
 
+impl<C: Cloud> Controller for ServiceLanes<C> {
+    const NAME: ControllerName = ControllerName::Service;
+
+    fn watcher(&self) -> Option<Arc<dyn Watcher>> {
+        Some(Arc::new(self.triggers.clone()))
+    }
+
+    /// Only a provider that picks Services by their namespace's labels
+    /// needs the namespaces listed first: without one, a missing grant for
+    /// namespaces holds nothing up.
+    fn waits_for_namespaces(&self) -> bool {
+        self.triggers.selects_namespaces()
+    }
+
+    /// Runs the lanes, starting and stopping them as the providers change.
+    async fn run(mut self, stop: CancellationToken) -> Result<(), Stopped> {
+        let mut providers = self.providers.clone();
+        // The cache is synced: every Service is indexed before any is
+        // ensured, whatever the changes still on their way.
+        self.triggers.roster.addresses().rebuild(&self.services.state());
+        let mut tasks = JoinSet::new();
+        for (name, lane) in std::mem::take(&mut self.made) {
+            self.start(name, lane, &mut tasks, &stop);
+        }
+        let mut following = true;
+        let outcome = loop {
+            tokio::select! {
+                () = stop.cancelled() => break Ok(()),
+                changed = providers.changed(), if following => match changed {
+                    Ok(()) => {
+                        let members = providers.borrow_and_update().clone();
+                        self.follow(&members, &mut tasks, &stop);
+                    }
+                    Err(_) => following = false,
+                },
+                Some(ended) = tasks.join_next() => match ended {
+                    Ok(Ok(())) => {}
+                    Ok(Err(stopped)) => break Err(stopped),
+                    Err(join) => break Err(Stopped { controller: "service", reason: format!("a lane's task failed: {join}") }),
+                },
+            }
+        };
+        self.running.values().for_each(CancellationToken::cancel);
+        while tasks.join_next().await.is_some() {}
+        outcome
+    }
+}
+
 fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::serves::Serves> {
     members.iter().map(|(name, member)| (name.clone(), member.serves.clone())).collect()
 }
@@ -329,8 +401,9 @@ mod tests {
         let mut env = TestEnv::new(TestCloud::default()).await;
         let members =
             Members::from([(Arc::from("a"), member(&env.cloud, true)), (Arc::from("b"), member(&env.cloud, false))]);
-        let lanes = ServiceLanes::new(env.context(), env.services(), Writer::default().as_reader(), &members);
-        let triggers = lanes.triggers();
+        let (_, providers) = watch::channel(members);
+        let lanes = ServiceLanes::new(env.context(), env.services(), Writer::default().as_reader(), providers);
+        let triggers = lanes.triggers.clone();
         let ensured = Service::test("web").recorded_as("a").with_annotations(&[(PROVIDER_ANNOTATION, "a")]);
         let mislabelled = ensured.clone().with_annotations(&[(PROVIDER_ANNOTATION, "b")]);
         let applied = |service: &Service| triggers.observe(&Change::Applied(Arc::new(service.clone())));

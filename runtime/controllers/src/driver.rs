@@ -1,0 +1,72 @@
+//! What a controller is to the manager: what it hears of the cluster's
+//! changes ([`Watcher`]) and how it runs ([`Controller`]). The manager
+//! starts the watches the controllers read ([`Caches`](crate::caches::Caches)),
+//! hands every change to each controller that hears it, and runs them all
+//! once the caches are synced, the same way for every controller. Each
+//! controller's periodic work (resync, refresh, monitoring) is its
+//! runner's: a sweep, or a reconcile that asks to run again.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ControllerName;
+use crate::runner::Stopped;
+use wasm_ccm_kube::informer::Change;
+
+/// What a controller hears of the shared watches: every change, after the
+/// cache applied it, in the order they came. Changes reach it from when the
+/// caches are synced, those of the initial lists included.
+pub(crate) trait Watcher: Send + Sync {
+    /// A node changed.
+    fn node(&self, _change: &Change<Node>) {}
+    /// A Service changed.
+    fn service(&self, _change: &Change<Service>) {}
+    /// A namespace changed.
+    fn namespace(&self, _change: &Change<Namespace>) {}
+}
+
+/// A controller the manager runs.
+pub(crate) trait Controller: Send + 'static {
+    /// Which controller it is.
+    const NAME: ControllerName;
+
+    /// What it hears; `None` when it reads the caches only.
+    fn watcher(&self) -> Option<Arc<dyn Watcher>> {
+        None
+    }
+
+    /// Whether the namespaces must be listed before it starts.
+    fn waits_for_namespaces(&self) -> bool {
+        false
+    }
+
+    /// Runs until `stop`, then lets reconciles in flight finish.
+    ///
+    /// # Errors
+    /// When it stopped on its own.
+    fn run(self, stop: CancellationToken) -> impl Future<Output = Result<(), Stopped>> + Send;
+}
+
+/// A controller made and not yet running: what it hears, and its run.
+pub(crate) struct Described {
+    pub(crate) name: ControllerName,
+    pub(crate) watcher: Option<Arc<dyn Watcher>>,
+    pub(crate) waits_for_namespaces: bool,
+    /// Its run until the stop it was described with; started when polled.
+    pub(crate) run: BoxFuture<'static, Result<(), Stopped>>,
+}
+
+impl Described {
+    /// `controller`, to run until `stop`.
+    pub(crate) fn new<C: Controller>(controller: C, stop: CancellationToken) -> Self {
+        Described {
+            name: C::NAME,
+            watcher: controller.watcher(),
+            waits_for_namespaces: controller.waits_for_namespaces(),
+            run: Box::pin(controller.run(stop)),
+        }
+    }
+}
