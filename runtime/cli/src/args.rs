@@ -2,16 +2,16 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::conformance::ConformanceArgs;
 #[cfg(feature = "local")]
 use crate::local::LocalArgs;
 use crate::logging::LogArgs;
-use crate::provider_call::CallArgs;
-use crate::provider_inspect::InspectArgs;
-use crate::provider_new::NewArgs;
-use crate::provider_push::PushArgs;
-use crate::provider_status::StatusArgs;
-use crate::provider_verify::VerifyArgs;
+use crate::provider::call::CallArgs;
+use crate::provider::conformance::ConformanceArgs;
+use crate::provider::inspect::InspectArgs;
+use crate::provider::new::NewArgs;
+use crate::provider::push::PushArgs;
+use crate::provider::status::StatusArgs;
+use crate::provider::verify::VerifyArgs;
 use crate::run::RunArgs;
 
 /// A Kubernetes cloud-controller-manager whose cloud provider is a

@@ -1,35 +1,18 @@
 //! The `wasm-ccm` command: the cloud-controller-manager and the tools around
 //! its providers.
 
-mod admin;
 mod args;
 mod compile_worker;
-mod component_loader;
-mod conformance;
-mod delegation;
-mod leader;
 #[cfg(feature = "local")]
 mod local;
 mod logging;
-mod provider_args;
-mod provider_call;
-mod provider_inspect;
-mod provider_new;
-mod provider_push;
-mod provider_source;
-mod provider_status;
-mod provider_verify;
-mod providers_file;
-mod providers_view;
-mod registry_args;
+mod options;
+mod provider;
 mod run;
-mod signals;
-mod trust;
-mod upstream_args;
 
 pub use args::{Args, Command, ProviderCommand};
-pub use provider_args::{ProviderArgs, SandboxArgs};
-pub use provider_source::SourceArgs;
+pub use options::provider::{ProviderArgs, SandboxArgs};
+pub use options::source::SourceArgs;
 pub use run::RunArgs;
 
 /// Runs a parsed command line.
@@ -52,13 +35,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             #[cfg(feature = "local")]
             Command::Local(args) => local::local(args).await,
             Command::Provider(command) => match *command {
-                ProviderCommand::Call(call) => provider_call::call(call).await,
-                ProviderCommand::Push(args) => provider_push::push(args).await,
-                ProviderCommand::Inspect(args) => provider_inspect::inspect(args).await,
-                ProviderCommand::Verify(args) => provider_verify::verify(args).await,
-                ProviderCommand::Conformance(args) => conformance::conformance(*args).await,
-                ProviderCommand::New(args) => provider_new::new(args),
-                ProviderCommand::Status(args) => provider_status::status(args).await,
+                ProviderCommand::Call(call) => provider::call::call(call).await,
+                ProviderCommand::Push(args) => provider::push::push(args).await,
+                ProviderCommand::Inspect(args) => provider::inspect::inspect(args).await,
+                ProviderCommand::Verify(args) => provider::verify::verify(args).await,
+                ProviderCommand::Conformance(args) => provider::conformance::conformance(*args).await,
+                ProviderCommand::New(args) => provider::new::new(args),
+                ProviderCommand::Status(args) => provider::status::status(args).await,
             },
             Command::CompileWorker => anyhow::bail!("{}", compile_worker::RUN_BY_MAIN),
         }

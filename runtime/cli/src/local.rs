@@ -24,9 +24,9 @@ use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::{AllowList, Credentials, EngineSettings, Limits, ProviderSpec};
 use wasm_ccm_kube::ClientSettings;
 
-use crate::admin::AdminArgs;
+use crate::run::admin::AdminArgs;
+use crate::run::signals;
 use crate::run::{ManagerOptions, ProviderSetup, Providers, serve};
-use crate::signals;
 
 #[cfg(embedded_fake)]
 const EMBEDDED_FAKE: Option<&[u8]> = Some(include_bytes!(env!("WASM_CCM_EMBEDDED_FAKE")));

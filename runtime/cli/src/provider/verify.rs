@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use wasm_ccm_distribution::{PublicKey, Verification, pull, verify_bytes};
 
-use crate::registry_args::{RegistryArgs, Target, read};
+use crate::options::registry::{RegistryArgs, Target, read};
 
 /// `provider verify` flags.
 #[derive(Debug, clap::Args)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use bytesize::ByteSize;
 
-use crate::providers_view::ProviderView;
+use crate::run::providers_view::ProviderView;
 
 /// How the report is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -20,8 +20,8 @@ use prometheus_client::registry::Registry;
 use wasm_ccm_controllers::Readiness;
 use wasm_ccm_kube::ClientSettings;
 
-use crate::delegation::{Delegation, DelegationArgs, guard};
-use crate::providers_view::ProvidersView;
+use crate::run::delegation::{Delegation, DelegationArgs, guard};
+use crate::run::providers_view::ProvidersView;
 
 /// Admin server flags, as upstream's secure serving flags.
 #[derive(Debug, Clone, clap::Args)]

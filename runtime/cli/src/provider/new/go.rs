@@ -7,11 +7,11 @@ use heck::{ToSnakeCase as _, ToUpperCamelCase as _};
 
 /// The template's files, by name.
 const TEMPLATE: [(&str, &str); 5] = [
-    ("go.mod", include_str!("../../../../guest-sdk-go/template/go.mod")),
-    ("main.go", include_str!("../../../../guest-sdk-go/template/main.go")),
-    ("acme.go", include_str!("../../../../guest-sdk-go/template/acme.go")),
-    ("acme_test.go", include_str!("../../../../guest-sdk-go/template/acme_test.go")),
-    ("README.md", include_str!("../../../../guest-sdk-go/template/README.md")),
+    ("go.mod", include_str!("../../../../../guest-sdk-go/template/go.mod")),
+    ("main.go", include_str!("../../../../../guest-sdk-go/template/main.go")),
+    ("acme.go", include_str!("../../../../../guest-sdk-go/template/acme.go")),
+    ("acme_test.go", include_str!("../../../../../guest-sdk-go/template/acme_test.go")),
+    ("README.md", include_str!("../../../../../guest-sdk-go/template/README.md")),
 ];
 
 /// The template's `go.mod` line that points at the SDK beside it.

@@ -9,7 +9,7 @@ use wasm_ccm_distribution::{PublicKey, RegistryOptions, Verification};
 use wasm_ccm_host::{Confinement, MAX_INPUT_FILE};
 use wasm_ccm_reload::{DEFAULT_POLL_INTERVAL, Location, SourceSettings};
 
-use crate::registry_args::RegistryArgs;
+use crate::options::registry::RegistryArgs;
 
 /// Integrity, polling and registry flags of `run`.
 #[derive(Debug, Clone, clap::Args)]

@@ -9,7 +9,7 @@ use wasm_ccm_reload::{
     Candidate, Location, Observers, Reloader, Reporter, Source, SourceSettings, config_map_reference, own_pod_reference,
 };
 
-use crate::providers_file::ProviderLoad;
+use crate::run::providers_file::ProviderLoad;
 
 /// Loads components on one engine, reporting through one set of observers.
 #[derive(Clone)]

@@ -18,10 +18,10 @@ use wasm_ccm_fleet::Planned;
 use wasm_ccm_host::{Confinement, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
-use crate::provider_args::{SandboxArgs, cpu_millicores};
-use crate::provider_source::SourceArgs;
-use crate::registry_args::RegistryArgs;
-use crate::trust::{Trust, TrustFile};
+use crate::options::provider::{SandboxArgs, cpu_millicores};
+use crate::options::registry::RegistryArgs;
+use crate::options::source::SourceArgs;
+use crate::options::trust::{Trust, TrustFile};
 
 /// The file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

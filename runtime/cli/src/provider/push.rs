@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use wasm_ccm_distribution::{Reference, SigningKey, push as push_artifact, sign, signature_tag};
 
-use crate::registry_args::{RegistryArgs, read};
+use crate::options::registry::{RegistryArgs, read};
 
 /// The environment variable holding the password of an encrypted
 /// `cosign.key`, as cosign reads it.

@@ -1,4 +1,13 @@
-//! `wasm-ccm run`: the cloud-controller-manager against a cluster.
+//! `wasm-ccm run`: the cloud-controller-manager against a cluster: its
+//! flags, the providers it loads (one, or a providers file followed as it
+//! changes), the admin server, and the controllers under the lease.
+
+pub(crate) mod admin;
+mod component_loader;
+mod delegation;
+pub(crate) mod providers_file;
+pub(crate) mod providers_view;
+pub(crate) mod signals;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -24,15 +33,14 @@ use wasm_ccm_reload::{
     config_map_reference, own_pod_reference,
 };
 
-use crate::admin::{self, AdminArgs, Health};
-use crate::component_loader::ComponentLoader;
-use crate::leader::LeaderArgs;
-use crate::provider_source::SourceArgs;
-use crate::providers_file::{FileDefaults, PlannedProvider, ProviderLoad, plan};
-use crate::providers_view::ProvidersView;
-use crate::signals;
-use crate::trust::TrustFile;
-use crate::upstream_args::UpstreamArgs;
+use self::admin::{AdminArgs, Health};
+use self::component_loader::ComponentLoader;
+use self::providers_file::{FileDefaults, PlannedProvider, ProviderLoad, plan};
+use self::providers_view::ProvidersView;
+use crate::options::leader::LeaderArgs;
+use crate::options::source::SourceArgs;
+use crate::options::trust::TrustFile;
+use crate::options::upstream::UpstreamArgs;
 use crate::{ProviderArgs, SandboxArgs};
 
 /// `run` flags: upstream's names; defaults differ where upstream's are its

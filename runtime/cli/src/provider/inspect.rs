@@ -7,7 +7,7 @@ use serde::Serialize;
 use wasm_ccm_distribution::{Inspection, Verification, inspect as inspect_bytes, pull};
 use wasm_ccm_host::component::{CONTRACT, WORLD, provides_import, required_exports};
 
-use crate::registry_args::{RegistryArgs, Target, read};
+use crate::options::registry::{RegistryArgs, Target, read};
 
 /// How `provider inspect` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -10,7 +10,7 @@ use wasm_ccm_distribution::{Verification, pull};
 use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
 
 use crate::SandboxArgs;
-use crate::registry_args::{RegistryArgs, Target, read};
+use crate::options::registry::{RegistryArgs, Target, read};
 
 /// How `provider conformance` prints its report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
