@@ -71,30 +71,34 @@ impl Watcher for LaneTriggers {
     }
 
     /// Has the lanes reconsider the Services of a namespace whose labels
-    /// changed, once the namespaces were first listed.
+    /// changed.
     fn namespace(&self, change: &Change<Namespace>) {
-        let changed = {
-            let mut seen = self.namespaces.lock().unwrap_or_else(PoisonError::into_inner);
-            match change {
-                Change::Applied(namespace) => {
-                    let name = namespace.metadata.name.clone().unwrap_or_default();
-                    let current = namespace.metadata.labels.clone().unwrap_or_default();
-                    let differs =
-                        seen.labels.insert(name.clone(), current.clone()).is_none_or(|before| before != current);
-                    (differs && seen.listed).then_some(name)
-                }
-                Change::Deleted(namespace) => {
-                    seen.labels.remove(namespace.metadata.name.as_deref().unwrap_or_default());
-                    None
-                }
-                Change::Resynced => {
-                    seen.listed = true;
-                    None
-                }
-            }
-        };
-        if let Some(name) = changed {
+        let relabelled = self.namespaces.lock().unwrap_or_else(PoisonError::into_inner).relabelled(change);
+        if let Some(name) = relabelled {
             self.namespace_changed(&name);
+        }
+    }
+}
+
+impl NamespaceLabels {
+    /// Takes note of `change`: the namespace whose labels it changed, once
+    /// the namespaces were first listed.
+    fn relabelled(&mut self, change: &Change<Namespace>) -> Option<String> {
+        match change {
+            Change::Applied(namespace) => {
+                let name = namespace.metadata.name.clone().unwrap_or_default();
+                let current = namespace.metadata.labels.clone().unwrap_or_default();
+                let differs = self.labels.insert(name.clone(), current.clone()).is_none_or(|before| before != current);
+                (differs && self.listed).then_some(name)
+            }
+            Change::Deleted(namespace) => {
+                self.labels.remove(namespace.metadata.name.as_deref().unwrap_or_default());
+                None
+            }
+            Change::Resynced => {
+                self.listed = true;
+                None
+            }
         }
     }
 }
@@ -394,6 +398,22 @@ mod tests {
     fn member(cloud: &TestCloud, default_load_balancer: bool) -> Member<TestCloud> {
         let serves = Serves { default_load_balancer, ..Serves::default() };
         Member { cloud: cloud.clone(), serves, load_balancers: LoadBalancerPolicy::default() }
+    }
+
+    #[test]
+    fn a_namespace_is_relabelled_when_its_labels_change_after_the_first_list() {
+        let namespace = |labels: &[(&str, &str)]| {
+            let labels = labels.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect();
+            let metadata =
+                kube::api::ObjectMeta { name: Some("team-a".into()), labels: Some(labels), ..Default::default() };
+            Change::Applied(Arc::new(Namespace { metadata, ..Default::default() }))
+        };
+        let mut seen = NamespaceLabels::default();
+        assert_eq!(seen.relabelled(&namespace(&[("tier", "gold")])), None, "listing is no change");
+        assert_eq!(seen.relabelled(&Change::Resynced), None);
+        assert_eq!(seen.relabelled(&namespace(&[("tier", "gold")])), None, "the same labels again");
+        assert_eq!(seen.relabelled(&namespace(&[("tier", "silver")])), Some("team-a".to_owned()));
+        assert_eq!(seen.relabelled(&namespace(&[])), Some("team-a".to_owned()), "a label removed");
     }
 
     #[tokio::test]
