@@ -29,8 +29,8 @@ struct Watched<K: kube::Resource<DynamicType = ()> + 'static> {
 pub(crate) struct Caches {
     client: kube::Client,
     stop: CancellationToken,
-    nodes: Watched<Node>,
-    node_cache: NodeCache,
+    nodes: NodeCache,
+    node_changes: mpsc::UnboundedReceiver<Change<Node>>,
     services: Option<Watched<Service>>,
     namespaces: Option<Watched<Namespace>>,
     /// The watches, then also the loops handing their changes on.
@@ -41,18 +41,17 @@ impl Caches {
     /// Starts the watch of nodes; the others start when asked for.
     pub(crate) fn start(client: kube::Client, stop: CancellationToken) -> Self {
         let mut tasks = JoinSet::new();
-        let (sender, changes) = mpsc::unbounded_channel();
-        let (node_cache, watch) = NodeCache::watch(Api::all(client.clone()), stop.clone(), move |change| {
+        let (sender, node_changes) = mpsc::unbounded_channel();
+        let (nodes, watch) = NodeCache::watch(Api::all(client.clone()), stop.clone(), move |change| {
             let _ = sender.send(change);
         });
         tasks.spawn(watch);
-        let nodes = Watched { store: node_cache.store().clone(), changes };
-        Caches { client, stop, nodes, node_cache, services: None, namespaces: None, tasks }
+        Caches { client, stop, nodes, node_changes, services: None, namespaces: None, tasks }
     }
 
     /// The nodes.
     pub(crate) fn nodes(&self) -> &NodeCache {
-        &self.node_cache
+        &self.nodes
     }
 
     /// The Services, watched from the first call.
@@ -74,7 +73,7 @@ impl Caches {
     /// # Errors
     /// When a watch stopped first.
     pub(crate) async fn synced(&self, namespaces: bool) -> Result<(), WriterDropped> {
-        self.nodes.store.wait_until_ready().await?;
+        self.nodes.store().wait_until_ready().await?;
         if let Some(services) = &self.services {
             services.store.wait_until_ready().await?;
         }
@@ -87,8 +86,8 @@ impl Caches {
     /// Hands every change, from now on, to each of `watchers`; the watches
     /// and the loops doing it run until the returned tasks are dropped.
     pub(crate) fn hand_on(self, watchers: &[Arc<dyn Watcher>]) -> JoinSet<()> {
-        let Caches { nodes, services, namespaces, mut tasks, .. } = self;
-        tasks.spawn(hear(nodes.changes, watchers.to_vec(), |watcher, change| watcher.node(change)));
+        let Caches { node_changes, services, namespaces, mut tasks, .. } = self;
+        tasks.spawn(hear(node_changes, watchers.to_vec(), |watcher, change| watcher.node(change)));
         if let Some(services) = services {
             tasks.spawn(hear(services.changes, watchers.to_vec(), |watcher, change| watcher.service(change)));
         }
