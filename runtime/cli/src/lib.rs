@@ -11,8 +11,7 @@ mod provider;
 mod run;
 
 pub use args::{Args, Command, ProviderCommand};
-pub use options::provider::{ProviderArgs, SandboxArgs};
-pub use options::source::SourceArgs;
+pub use options::provider::ProviderArgs;
 pub use run::RunArgs;
 
 /// Runs a parsed command line.

@@ -1,9 +1,7 @@
-//! What the operator decides for the whole process: the flags shared by
-//! `run` and the provider tools, and the trust file.
+//! What the operator decides for the whole process beside its providers:
+//! leadership, upstream's flags, and what the provider tools work on.
 
 pub(crate) mod leader;
 pub(crate) mod provider;
-pub(crate) mod registry;
-pub(crate) mod source;
-pub(crate) mod trust;
+pub(crate) mod target;
 pub(crate) mod upstream;

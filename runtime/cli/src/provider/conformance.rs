@@ -8,9 +8,9 @@ use clap::ValueEnum;
 use wasm_ccm_conformance::Fixture;
 use wasm_ccm_distribution::{Verification, pull};
 use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
+use wasm_ccm_plan::{RegistryArgs, SandboxArgs};
 
-use crate::SandboxArgs;
-use crate::options::registry::{RegistryArgs, Target, read};
+use crate::options::target::{Target, read, refuse_registry_flags};
 
 /// How `provider conformance` prints its report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -53,7 +53,7 @@ pub async fn conformance(args: ConformanceArgs) -> anyhow::Result<()> {
     let fixture = Fixture::read(&args.fixture)?;
     let (source, wasm) = match &args.target {
         Target::File(path) => {
-            args.registry.refuse_for(&args.target)?;
+            refuse_registry_flags(&args.registry, &args.target)?;
             (path.display().to_string(), read(path)?)
         }
         Target::Oci(reference) => {

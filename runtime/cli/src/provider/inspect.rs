@@ -6,8 +6,9 @@ use clap::ValueEnum;
 use serde::Serialize;
 use wasm_ccm_distribution::{Inspection, Verification, inspect as inspect_bytes, pull};
 use wasm_ccm_host::component::{CONTRACT, WORLD, provides_import, required_exports};
+use wasm_ccm_plan::RegistryArgs;
 
-use crate::options::registry::{RegistryArgs, Target, read};
+use crate::options::target::{Target, read, refuse_registry_flags};
 
 /// How `provider inspect` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -85,7 +86,7 @@ impl World {
 pub async fn inspect(args: InspectArgs) -> anyhow::Result<()> {
     let (source, manifest_digest, wasm) = match &args.target {
         Target::File(path) => {
-            args.registry.refuse_for(&args.target)?;
+            refuse_registry_flags(&args.registry, &args.target)?;
             (path.display().to_string(), None, read(path)?)
         }
         Target::Oci(reference) => {

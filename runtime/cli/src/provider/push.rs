@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use wasm_ccm_distribution::{Reference, SigningKey, push as push_artifact, sign, signature_tag};
+use wasm_ccm_plan::RegistryArgs;
 
-use crate::options::registry::{RegistryArgs, read};
+use crate::options::target::read;
 
 /// The environment variable holding the password of an encrypted
 /// `cosign.key`, as cosign reads it.

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use wasm_ccm_distribution::{PublicKey, Verification, pull, verify_bytes};
+use wasm_ccm_plan::RegistryArgs;
 
-use crate::options::registry::{RegistryArgs, Target, read};
+use crate::options::target::{Target, read, refuse_registry_flags};
 
 /// `provider verify` flags.
 #[derive(Debug, clap::Args)]
@@ -53,7 +54,7 @@ pub async fn verify(args: VerifyArgs) -> anyhow::Result<()> {
     let failed = || format!("{} does not verify", args.target);
     let digest = match &args.target {
         Target::File(path) => {
-            args.registry.refuse_for(&args.target)?;
+            refuse_registry_flags(&args.registry, &args.target)?;
             let wasm = read(path)?;
             let signature = match &args.signature {
                 Some(path) => {

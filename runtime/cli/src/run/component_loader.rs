@@ -5,11 +5,10 @@
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_fleet::{BoxError, Loader};
 use wasm_ccm_host::{Engine, ProviderHandle};
+use wasm_ccm_plan::ProviderLoad;
 use wasm_ccm_reload::{
     Candidate, Location, Observers, Reloader, Reporter, Source, SourceSettings, config_map_reference, own_pod_reference,
 };
-
-use crate::run::providers_file::ProviderLoad;
 
 /// Loads components on one engine, reporting through one set of observers.
 #[derive(Clone)]

@@ -5,7 +5,6 @@
 pub(crate) mod admin;
 mod component_loader;
 mod delegation;
-pub(crate) mod providers_file;
 pub(crate) mod providers_view;
 pub(crate) mod signals;
 
@@ -28,6 +27,7 @@ use wasm_ccm_controllers::{
 use wasm_ccm_fleet::{Event, Fleet, Offer};
 use wasm_ccm_host::{Confinement, Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_kube::{ClientSettings, Clients};
+use wasm_ccm_plan::{FileDefaults, PlannedProvider, ProviderLoad, SandboxArgs, SourceArgs, TrustFile, plan};
 use wasm_ccm_reload::{
     InputFiles, Location, Observers, ReloadMetrics, Reporter, Source, SourceSettings, StatusBoard, VersionRecord,
     config_map_reference, own_pod_reference,
@@ -35,13 +35,10 @@ use wasm_ccm_reload::{
 
 use self::admin::{AdminArgs, Health};
 use self::component_loader::ComponentLoader;
-use self::providers_file::{FileDefaults, PlannedProvider, ProviderLoad, plan};
 use self::providers_view::ProvidersView;
+use crate::ProviderArgs;
 use crate::options::leader::LeaderArgs;
-use crate::options::source::SourceArgs;
-use crate::options::trust::TrustFile;
 use crate::options::upstream::UpstreamArgs;
-use crate::{ProviderArgs, SandboxArgs};
 
 /// `run` flags: upstream's names; defaults differ where upstream's are its
 /// users' known pain points (one service sync at a time, 20 requests per

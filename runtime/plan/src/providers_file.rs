@@ -18,10 +18,9 @@ use wasm_ccm_fleet::Planned;
 use wasm_ccm_host::{Confinement, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
-use crate::options::provider::{SandboxArgs, cpu_millicores};
-use crate::options::registry::RegistryArgs;
-use crate::options::source::SourceArgs;
-use crate::options::trust::{Trust, TrustFile};
+use crate::error::with_causes;
+use crate::sandbox::cpu_millicores;
+use crate::{OptionError, RegistryArgs, SandboxArgs, SourceArgs, Trust, TrustFile};
 
 /// The file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -286,7 +285,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                     fit_to_support: false,
                 });
             }
-            Err(err) => problems.push(format!("provider {}: {err:#}", entry.name)),
+            Err(err) => problems.push(format!("provider {}: {}", entry.name, with_causes(&err))),
         }
     }
     if problems.is_empty() { Ok(planned) } else { Err(InvalidProvidersFile { problems }) }
@@ -297,8 +296,9 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
 fn plan_one(
     entry: &ProviderEntry,
     defaults: &FileDefaults,
-) -> anyhow::Result<(ProviderSpec, SourceSettings, InputFiles)> {
-    let location: Location = entry.source.parse().map_err(|err| anyhow::anyhow!("source: {err}"))?;
+) -> Result<(ProviderSpec, SourceSettings, InputFiles), OptionError> {
+    let location: Location =
+        entry.source.parse().map_err(|source| OptionError::Source { option: "source", source: Box::new(source) })?;
     if defaults.roots.is_closed() {
         let local = matches!(location, Location::File(_)).then_some("source");
         let named = [
@@ -309,23 +309,25 @@ fn plan_one(
             ("caFile", entry.ca_file.is_some()),
         ];
         if let Some(field) = local.or_else(|| named.iter().find(|(_, set)| *set).map(|(field, _)| *field)) {
-            anyhow::bail!("{field}: a providers file names files only beneath a --providers-root, and none is set");
+            return Err(OptionError::Unconfined { field });
         }
     }
     let limits = &entry.limits;
-    let size = |value: &Option<String>, field: &str| -> anyhow::Result<Option<ByteSize>> {
-        let parsed = value.as_deref().map(str::parse::<ByteSize>).transpose();
-        parsed.map_err(|err| anyhow::anyhow!("limits.{field}: {err}"))
+    let unparsable = |option| move |problem: String| OptionError::Unparsable { option, problem };
+    let size = |value: &Option<String>, option| {
+        value.as_deref().map(str::parse::<ByteSize>).transpose().map_err(unparsable(option))
     };
     let sealed_credentials = entry
         .sealed_credentials
         .iter()
-        .map(|sealed| sealed.parse().map_err(|err| anyhow::anyhow!("sealedCredentials: {err}")))
-        .collect::<anyhow::Result<_>>()?;
-    let minimum_version = match &entry.minimum_version {
-        Some(version) => Some(version.parse().map_err(|err| anyhow::anyhow!("minimumVersion: {err}"))?),
-        None => None,
-    };
+        .map(|sealed| sealed.parse().map_err(|source| OptionError::Seal { option: "sealedCredentials", source }))
+        .collect::<Result<_, _>>()?;
+    let minimum_version = entry
+        .minimum_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|err: semver::Error| unparsable("minimumVersion")(err.to_string()))?;
     let confined = SourceArgs {
         public_key: entry.public_key.clone(),
         confinement: defaults.roots.clone(),
@@ -342,7 +344,7 @@ fn plan_one(
         Some(_) => Confinement::default(),
         None => defaults.roots.clone(),
     };
-    let trust = trusted.narrow(asked).map_err(|problems| anyhow::anyhow!("{}", problems.join("; ")))?;
+    let trust = trusted.narrow(asked)?;
     let sandbox = SandboxArgs {
         cloud_config: entry.cloud_config.clone(),
         credentials: trust.credentials,
@@ -354,16 +356,11 @@ fn plan_one(
             .as_deref()
             .map(humantime::parse_duration)
             .transpose()
-            .map_err(|err| anyhow::anyhow!("limits.deadline: {err}"))?,
-        memory: size(&limits.memory, "memory")?,
+            .map_err(|err| unparsable("limits.deadline")(err.to_string()))?,
+        memory: size(&limits.memory, "limits.memory")?,
         concurrency: limits.concurrent_calls,
-        max_response: size(&limits.max_response, "maxResponse")?,
-        cpu: limits
-            .cpu
-            .as_deref()
-            .map(cpu_millicores)
-            .transpose()
-            .map_err(|err| anyhow::anyhow!("limits.cpu: {err}"))?,
+        max_response: size(&limits.max_response, "limits.maxResponse")?,
+        cpu: limits.cpu.as_deref().map(cpu_millicores).transpose().map_err(unparsable("limits.cpu"))?,
         confinement: defaults.roots.clone(),
         credentials_confinement,
     };
@@ -373,7 +370,7 @@ fn plan_one(
         .http_requests_per_second
         .map(|per_second| Rate { per_second, burst: limits.http_burst.unwrap_or(per_second) });
     if limits.http_burst.is_some() && limits.http_requests_per_second.is_none() {
-        anyhow::bail!("limits.httpBurst needs limits.httpRequestsPerSecond");
+        return Err(OptionError::BurstWithoutRate);
     }
     let source_args = SourceArgs {
         sha256: entry.sha256.clone(),

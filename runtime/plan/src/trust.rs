@@ -8,10 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::Deserialize;
 use wasm_ccm_distribution::PublicKey;
 use wasm_ccm_host::{MAX_INPUT_FILE, Seal};
+
+use crate::OptionError;
 
 /// One provider's entry of the trust file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -64,19 +65,18 @@ impl TrustFile {
     ///
     /// # Errors
     /// When it or a key cannot be read, or an entry is invalid.
-    pub fn read(path: &Path) -> anyhow::Result<Self> {
-        let bytes = wasm_ccm_host::files::read(path, MAX_INPUT_FILE)
-            .with_context(|| format!("cannot read --provider-trust {}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Self, OptionError> {
+        let bytes =
+            wasm_ccm_host::files::read(path, MAX_INPUT_FILE).map_err(OptionError::reading("--provider-trust", path))?;
         let entries: BTreeMap<String, TrustEntry> = serde_norway::from_slice(&bytes)
-            .with_context(|| format!("--provider-trust {} is not a trust file", path.display()))?;
+            .map_err(|source| OptionError::NotATrustFile { path: path.to_owned(), source })?;
         let providers = entries
             .into_iter()
-            .map(|(name, entry)| {
-                let trust = Trust::from_entry(entry)
-                    .with_context(|| format!("--provider-trust {}: provider {name}", path.display()))?;
-                Ok((name, trust))
+            .map(|(provider, entry)| match Trust::from_entry(entry) {
+                Ok(trust) => Ok((provider, trust)),
+                Err(err) => Err(OptionError::TrustEntry { path: path.to_owned(), provider, source: Box::new(err) }),
             })
-            .collect::<anyhow::Result<_>>()?;
+            .collect::<Result<_, _>>()?;
         Ok(TrustFile { providers })
     }
 
@@ -87,20 +87,25 @@ impl TrustFile {
 }
 
 impl Trust {
-    fn from_entry(entry: TrustEntry) -> anyhow::Result<Self> {
+    fn from_entry(entry: TrustEntry) -> Result<Self, OptionError> {
         let public_key = match &entry.public_key {
             Some(path) => {
                 let pem = wasm_ccm_host::files::read(path, MAX_INPUT_FILE)
-                    .with_context(|| format!("cannot read publicKey {}", path.display()))?;
-                Some(PublicKey::from_pem(&pem).with_context(|| format!("publicKey {} is not a key", path.display()))?)
+                    .map_err(OptionError::reading("publicKey", path))?;
+                let key = PublicKey::from_pem(&pem).map_err(|source| OptionError::NotAKey {
+                    option: "publicKey",
+                    path: path.clone(),
+                    source,
+                })?;
+                Some(key)
             }
             None => None,
         };
         let sealed_credentials = entry
             .sealed_credentials
             .iter()
-            .map(|seal| seal.parse().context("sealedCredentials"))
-            .collect::<anyhow::Result<_>>()?;
+            .map(|seal| seal.parse().map_err(|source| OptionError::Seal { option: "sealedCredentials", source }))
+            .collect::<Result<_, _>>()?;
         Ok(Trust {
             public_key,
             minimum_version: entry.minimum_version,
@@ -122,7 +127,7 @@ impl Trust {
     ///
     /// # Errors
     /// Every field the file would widen, each naming it.
-    pub fn narrow(&self, asked: Trust) -> Result<Trust, Vec<String>> {
+    pub fn narrow(&self, asked: Trust) -> Result<Trust, OptionError> {
         let mut problems = Vec::new();
         let public_key = match (&self.public_key, asked.public_key) {
             (Some(_), Some(_)) => {
@@ -165,7 +170,7 @@ impl Trust {
         let credentials = self.credentials.clone().or(asked.credentials);
         match problems.is_empty() {
             true => Ok(Trust { public_key, minimum_version, sealed_credentials, credentials }),
-            false => Err(problems),
+            false => Err(OptionError::Widens { problems }),
         }
     }
 }
@@ -180,6 +185,7 @@ mod tests {
     use wasm_ccm_distribution::SigningKey;
 
     use super::*;
+    use crate::error::with_causes;
 
     fn seal(entry: &str) -> Seal {
         entry.parse().unwrap()
@@ -239,7 +245,7 @@ mod tests {
             ],
             credentials: Some("/etc/wasm-ccm/providers/other".into()),
         };
-        let problems = trusted().narrow(asked).err().expect("refused");
+        let Err(OptionError::Widens { problems }) = trusted().narrow(asked) else { panic!("refused") };
         let expected = [
             "publicKey: the trust file sets this provider's key",
             "minimumVersion: 1.0.0 is below 2.0.0, the trust file's",
@@ -271,7 +277,7 @@ mod tests {
         assert_eq!(vendor_a.sealed_credentials.len(), 1);
         assert!(trust.of("vendor-b").public_key.is_none(), "a provider not named is trusted with nothing");
         std::fs::write(&file, "vendor-a: {publicKey: /nowhere.pub}").unwrap();
-        let err = format!("{:#}", TrustFile::read(&file).expect_err("refused"));
+        let err = with_causes(&TrustFile::read(&file).expect_err("refused"));
         assert!(err.contains("provider vendor-a: cannot read publicKey /nowhere.pub"), "{err}");
     }
 }

@@ -4,12 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use wasm_ccm_distribution::{PublicKey, RegistryOptions, Verification};
 use wasm_ccm_host::{Confinement, MAX_INPUT_FILE};
 use wasm_ccm_reload::{DEFAULT_POLL_INTERVAL, Location, SourceSettings};
 
-use crate::options::registry::RegistryArgs;
+use crate::{OptionError, RegistryArgs};
 
 /// Integrity, polling and registry flags of `run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -68,7 +67,7 @@ impl SourceArgs {
     ///
     /// # Errors
     /// When flags do not fit the location, or a file cannot be read.
-    pub fn settings(&self, location: Location) -> anyhow::Result<SourceSettings> {
+    pub fn settings(&self, location: Location) -> Result<SourceSettings, OptionError> {
         self.settings_with_key(location, self.read_public_key()?)
     }
 
@@ -76,14 +75,15 @@ impl SourceArgs {
     ///
     /// # Errors
     /// When it cannot be read or is not a key.
-    pub fn read_public_key(&self) -> anyhow::Result<Option<PublicKey>> {
+    pub fn read_public_key(&self) -> Result<Option<PublicKey>, OptionError> {
+        const OPTION: &str = "--provider-public-key";
         let Some(path) = &self.public_key else { return Ok(None) };
-        let pem = self
-            .confinement
-            .read(path, MAX_INPUT_FILE)
-            .with_context(|| format!("cannot read --provider-public-key {}", path.display()))?;
-        let key = PublicKey::from_pem(&pem)
-            .with_context(|| format!("--provider-public-key {} is not a public key", path.display()))?;
+        let pem = self.confinement.read(path, MAX_INPUT_FILE).map_err(OptionError::reading(OPTION, path))?;
+        let key = PublicKey::from_pem(&pem).map_err(|source| OptionError::NotAKey {
+            option: OPTION,
+            path: path.clone(),
+            source,
+        })?;
         Ok(Some(key))
     }
 
@@ -96,21 +96,22 @@ impl SourceArgs {
         &self,
         location: Location,
         public_key: Option<PublicKey>,
-    ) -> anyhow::Result<SourceSettings> {
+    ) -> Result<SourceSettings, OptionError> {
         let oci = matches!(location, Location::Oci(_));
-        for (set, flag) in [
+        for (set, option) in [
             (self.registry.registry_config.is_some(), "--registry-config"),
             (self.registry.registry_ca.is_some(), "--registry-ca-file"),
             (self.registry.plain_http, "--registry-plain-http"),
         ] {
-            anyhow::ensure!(!set || oci, "{flag} applies to an oci:// provider only, not to {location}");
+            if set && !oci {
+                return Err(OptionError::NotInARegistry { option, location: location.to_string() });
+            }
         }
         if let Some(pin) = &self.sha256 {
             let hex = pin.strip_prefix("sha256:").unwrap_or(pin);
-            anyhow::ensure!(
-                hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-                "--provider-sha256 {pin:?} is not sha256:<64 lowercase hex digits>"
-            );
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+                return Err(OptionError::NotADigest { pin: pin.clone() });
+            }
         }
         let registry = match &location {
             Location::Oci(reference) => self.registry.options(reference)?,
@@ -125,8 +126,8 @@ impl SourceArgs {
             minimum_version: self.minimum_version.clone(),
             confinement: self.confinement.clone(),
         };
-        let flag = if self.minimum_version.is_some() { "--provider-minimum-version" } else { "--provider-signature" };
-        settings.check().map_err(|err| anyhow::anyhow!("{err}").context(flag))?;
+        let option = if self.minimum_version.is_some() { "--provider-minimum-version" } else { "--provider-signature" };
+        settings.check().map_err(|source| OptionError::Source { option, source: Box::new(source) })?;
         Ok(settings)
     }
 }
@@ -134,9 +135,10 @@ impl SourceArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::with_causes;
 
-    fn settings(args: SourceArgs, location: &str) -> anyhow::Result<SourceSettings> {
-        args.settings(location.parse()?)
+    fn settings(args: SourceArgs, location: &str) -> Result<SourceSettings, OptionError> {
+        args.settings(location.parse().unwrap())
     }
 
     #[test]
@@ -166,7 +168,7 @@ mod tests {
         let args =
             SourceArgs { public_key: Some(key), signature: Some(dir.path().join("p.sig")), ..SourceArgs::default() };
         assert!(settings(args.clone(), "/p.wasm").is_ok());
-        let err = format!("{:#}", settings(args, "configmap:ns/cm/p.wasm").unwrap_err());
+        let err = with_causes(&settings(args, "configmap:ns/cm/p.wasm").unwrap_err());
         assert!(err.contains("sibling key <key>.sig"), "{err}");
     }
 }
