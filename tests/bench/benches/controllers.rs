@@ -138,6 +138,8 @@ impl Contender {
                     "--allocate-node-cidrs=false",
                     "--configure-cloud-routes=false",
                     "--controllers=*,-route",
+                    // The node syncs' start and end, which tell the storm's.
+                    "--v=2",
                 ]);
                 if matches!(upstream, Contender::UpstreamTuned) {
                     command.args(["--concurrent-service-syncs=20", "--kube-api-qps=1000", "--kube-api-burst=2000"]);
@@ -286,12 +288,16 @@ impl Ingresses {
 }
 
 /// Whether the controller has updated every load balancer to the storm's
-/// nodes, from its log: wasm-ccm logs each node sync with the nodes it
-/// targeted and its failures; upstream logs each `UpdatedLoadBalancer`
-/// event (its broadcaster drops events its rate-limited client cannot
-/// write in time, so the API has fewer).
-fn storm_converged(contender: &Contender, cluster: Cluster, log: &Path) -> anyhow::Result<bool> {
-    let log = std::fs::read_to_string(log)?;
+/// nodes, from what its log says after `start` (a byte offset): wasm-ccm
+/// logs each node sync with the nodes it targeted and its failures;
+/// upstream, at `--v=2`, logs the start of each node sync that follows a
+/// change of the nodes and, at its end, how many load balancers it
+/// updated. Its events cannot tell: its broadcaster drops those that come
+/// faster than its rate-limited client writes them, and its log of events
+/// with them.
+fn storm_converged(contender: &Contender, cluster: Cluster, log: &Path, start: u64) -> anyhow::Result<bool> {
+    let log = std::fs::read(log)?;
+    let log = String::from_utf8_lossy(log.get(usize::try_from(start)?..).unwrap_or_default());
     Ok(match contender {
         Contender::WasmCcm { .. } => log.lines().any(|line| {
             line.contains("synced load balancer nodes")
@@ -299,12 +305,13 @@ fn storm_converged(contender: &Contender, cluster: Cluster, log: &Path) -> anyho
                 && line.contains("failed=0")
         }),
         _ => {
-            let updated: HashSet<&str> = log
-                .lines()
-                .filter(|line| line.contains(r#"reason="UpdatedLoadBalancer""#))
-                .filter_map(|line| line.split_once(r#"object=""#)?.1.split('"').next())
-                .collect();
-            updated.len() >= *SERVICES
+            // Every node sync begun since the storm began has ended, the last
+            // having updated every load balancer.
+            let begun = log.matches("Syncing backends for all LB services.").count();
+            let ended: Vec<&str> =
+                log.lines().filter(|line| line.contains("load balancers to direct traffic")).collect();
+            let all = format!("Successfully updated {0} out of {0} load balancers", *SERVICES);
+            begun > 0 && ended.len() == begun && ended.last().is_some_and(|line| line.contains(&all))
         }
     })
 }
@@ -389,9 +396,10 @@ async fn storm(
     log: &Path,
 ) -> anyhow::Result<(Duration, f64)> {
     let (started, cpu_before) = (Instant::now(), cpu_time(&child.id().to_string()));
+    let start = std::fs::metadata(log)?.len();
     let added = (cluster.nodes..cluster.nodes + STORM).map(|index| node(index, true)).collect();
     create_all(&Api::<Node>::all(admin.clone()), added).await?;
-    while !storm_converged(contender, cluster, log)? {
+    while !storm_converged(contender, cluster, log, start)? {
         anyhow::ensure!(child.try_wait()?.is_none(), "the controller manager exited");
         anyhow::ensure!(started.elapsed() < TIMEOUT, "the load balancers were not all updated");
         tokio::time::sleep(Duration::from_millis(50)).await;
