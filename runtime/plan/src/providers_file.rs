@@ -567,6 +567,13 @@ providers:
     }
 
     #[test]
+    fn an_http_burst_needs_a_rate() {
+        let file = b"providers: [{name: a, source: /a.wasm, nodes: true, limits: {httpBurst: 5}}]";
+        let Err(InvalidProvidersFile { problems }) = plan(file, &defaults()) else { panic!("refused") };
+        assert_eq!(problems, ["provider a: limits.httpBurst needs limits.httpRequestsPerSecond"]);
+    }
+
+    #[test]
     fn unknown_fields_are_refused() {
         let file = b"providers: [{name: a, source: /a.wasm, nodes: true, memory: 1GiB}]";
         let Err(err) = plan(file, &defaults()) else { panic!("refused") };

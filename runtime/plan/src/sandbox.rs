@@ -166,12 +166,27 @@ mod tests {
     }
 
     #[test]
+    fn limits_out_of_range_are_refused_naming_their_flag() {
+        let args = |concurrency, deadline| SandboxArgs {
+            concurrency,
+            deadline,
+            ..<Flags as clap::Parser>::parse_from(["wasm-ccm"]).sandbox
+        };
+        let refused = |args: SandboxArgs| args.template("p", "kubernetes").err().expect("refused").to_string();
+        assert_eq!(refused(args(Some(0), None)), "--provider-concurrency must be at least 1");
+        assert_eq!(refused(args(None, Some(Duration::ZERO))), "--provider-deadline must be longer than zero");
+        let spec = args(Some(3), Some(Duration::from_secs(2))).template("p", "kubernetes").unwrap();
+        assert_eq!((spec.limits.concurrency, spec.limits.deadline), (3, Duration::from_secs(2)));
+    }
+
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    }
+
+    #[test]
     fn an_endless_configuration_file_fails_clearly() {
-        #[derive(clap::Parser)]
-        struct Flags {
-            #[command(flatten)]
-            sandbox: SandboxArgs,
-        }
         let flags = <Flags as clap::Parser>::try_parse_from(["wasm-ccm", "--cloud-config", "/dev/zero"])
             .unwrap_or_else(|err| panic!("{err}"));
         let err = with_causes(&flags.sandbox.template("p", "kubernetes").err().expect("refused"));
@@ -180,11 +195,6 @@ mod tests {
 
     #[test]
     fn a_sealed_credential_names_its_role_and_origin() {
-        #[derive(clap::Parser)]
-        struct Flags {
-            #[command(flatten)]
-            sandbox: SandboxArgs,
-        }
         let flags = <Flags as clap::Parser>::try_parse_from([
             "wasm-ccm",
             "--provider-sealed-credentials",
