@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_controllers::{Member, Members, Serves};
 
-use crate::loader::{BoxError, LoadFailure, Loader, chain};
+use crate::loader::{BoxError, LoadFailure, Loader, error_chain};
 use crate::planned::Planned;
 
 /// A plan offered while the fleet serves: a new version of the providers
@@ -26,7 +26,7 @@ pub struct Offer<S> {
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
     /// It could not be read.
-    #[error("{}", chain(.0.as_ref()))]
+    #[error("{}", error_chain(.0.as_ref()))]
     Invalid(BoxError),
     /// It moves the nodes or routes to another provider, or away. The
     /// controllers using them were planned for the provider serving them.
@@ -71,7 +71,7 @@ pub enum Event<'a> {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The one provider did not load.
-    #[error("cannot load the provider {}: {}", .0.name, chain(.0.reason.as_ref()))]
+    #[error("cannot load the provider {}: {}", .0.name, error_chain(.0.reason.as_ref()))]
     One(LoadFailure),
     /// Some of several providers did not load.
     #[error("cannot load the providers:\n  - {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  - "))]
@@ -269,7 +269,7 @@ impl<L: Loader> Fleet<L> {
                 if latest {
                     self.loading.remove(&planned.name);
                 }
-                tracing::warn!(provider = %failure.name, "the provider of the providers file did not load: {}", chain(failure.reason.as_ref()));
+                tracing::warn!(provider = %failure.name, "the provider of the providers file did not load: {}", error_chain(failure.reason.as_ref()));
                 observe(Event::Failed(&failure));
             }
         }

@@ -13,5 +13,5 @@ mod loader;
 mod planned;
 
 pub use fleet::{Event, Fleet, Offer, Refusal, StartError};
-pub use loader::{BoxError, LoadFailure, Loader};
+pub use loader::{BoxError, LoadFailure, Loader, error_chain};
 pub use planned::{Planned, Unsupported};

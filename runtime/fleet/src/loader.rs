@@ -43,12 +43,13 @@ pub struct LoadFailure {
 impl LoadFailure {
     /// Why, with the reason's sources.
     pub fn why(&self) -> String {
-        chain(self.reason.as_ref())
+        error_chain(self.reason.as_ref())
     }
 }
 
-/// `error` and its sources, joined by colons.
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+/// `error` and its sources, joined by colons: what a load failure or a
+/// refused plan says in a log line or a problem list.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

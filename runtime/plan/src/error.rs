@@ -1,6 +1,5 @@
 //! Why a provider's flags, trust or providers-file entry were refused.
 
-use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use wasm_ccm_controllers::InvalidIngressRange;
@@ -146,16 +145,4 @@ impl OptionError {
         let path = path.to_owned();
         move |source| OptionError::Read { option, path, source }
     }
-}
-
-/// `err` and each error beneath it, joined by `: `.
-pub(crate) fn with_causes(err: &dyn Error) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(err) = cause {
-        text.push_str(": ");
-        text.push_str(&err.to_string());
-        cause = err.source();
-    }
-    text
 }

@@ -14,11 +14,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::Selector;
 use serde::Deserialize;
 use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
-use wasm_ccm_fleet::Planned;
+use wasm_ccm_fleet::{Planned, error_chain};
 use wasm_ccm_host::{Confinement, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
-use crate::error::with_causes;
 use crate::sandbox::cpu_millicores;
 use crate::{OptionError, RegistryArgs, SandboxArgs, SourceArgs, Trust, TrustFile};
 
@@ -285,7 +284,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                     fit_to_support: false,
                 });
             }
-            Err(err) => problems.push(format!("provider {}: {}", entry.name, with_causes(&err))),
+            Err(err) => problems.push(format!("provider {}: {}", entry.name, error_chain(&err))),
         }
     }
     if problems.is_empty() { Ok(planned) } else { Err(InvalidProvidersFile { problems }) }

@@ -153,7 +153,7 @@ pub(crate) fn cpu_millicores(quantity: &str) -> Result<NonZeroU32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::with_causes;
+    use wasm_ccm_fleet::error_chain;
 
     #[test]
     fn cpu_shares_are_kubernetes_quantities() {
@@ -189,7 +189,7 @@ mod tests {
     fn an_endless_configuration_file_fails_clearly() {
         let flags = <Flags as clap::Parser>::try_parse_from(["wasm-ccm", "--cloud-config", "/dev/zero"])
             .unwrap_or_else(|err| panic!("{err}"));
-        let err = with_causes(&flags.sandbox.template("p", "kubernetes").err().expect("refused"));
+        let err = error_chain(&flags.sandbox.template("p", "kubernetes").err().expect("refused"));
         assert_eq!(err, "cannot read --cloud-config /dev/zero: it is larger than 1 MiB, the most read");
     }
 

@@ -135,7 +135,7 @@ impl SourceArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::with_causes;
+    use wasm_ccm_fleet::error_chain;
 
     fn settings(args: SourceArgs, location: &str) -> Result<SourceSettings, OptionError> {
         args.settings(location.parse().unwrap())
@@ -168,7 +168,7 @@ mod tests {
         let args =
             SourceArgs { public_key: Some(key), signature: Some(dir.path().join("p.sig")), ..SourceArgs::default() };
         assert!(settings(args.clone(), "/p.wasm").is_ok());
-        let err = with_causes(&settings(args, "configmap:ns/cm/p.wasm").unwrap_err());
+        let err = error_chain(&settings(args, "configmap:ns/cm/p.wasm").unwrap_err());
         assert!(err.contains("sibling key <key>.sig"), "{err}");
     }
 }

@@ -185,7 +185,7 @@ mod tests {
     use wasm_ccm_distribution::SigningKey;
 
     use super::*;
-    use crate::error::with_causes;
+    use wasm_ccm_fleet::error_chain;
 
     fn seal(entry: &str) -> Seal {
         entry.parse().unwrap()
@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(vendor_a.sealed_credentials.len(), 1);
         assert!(trust.of("vendor-b").public_key.is_none(), "a provider not named is trusted with nothing");
         std::fs::write(&file, "vendor-a: {publicKey: /nowhere.pub}").unwrap();
-        let err = with_causes(&TrustFile::read(&file).expect_err("refused"));
+        let err = error_chain(&TrustFile::read(&file).expect_err("refused"));
         assert!(err.contains("provider vendor-a: cannot read publicKey /nowhere.pub"), "{err}");
     }
 }

@@ -36,6 +36,7 @@
 //! controller CPU is reported beside its time.
 
 use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::LazyLock;
@@ -296,8 +297,11 @@ impl Ingresses {
 /// faster than its rate-limited client writes them, and its log of events
 /// with them.
 fn storm_converged(contender: &Contender, cluster: Cluster, log: &Path, start: u64) -> anyhow::Result<bool> {
-    let log = std::fs::read(log)?;
-    let log = String::from_utf8_lossy(log.get(usize::try_from(start)?..).unwrap_or_default());
+    let mut since_start = Vec::new();
+    let mut file = std::fs::File::open(log)?;
+    file.seek(SeekFrom::Start(start))?;
+    file.read_to_end(&mut since_start)?;
+    let log = String::from_utf8_lossy(&since_start);
     Ok(match contender {
         Contender::WasmCcm { .. } => log.lines().any(|line| {
             line.contains("synced load balancer nodes")
