@@ -122,6 +122,18 @@ pub enum CacheOutcome {
 }
 
 impl CacheOutcome {
+    /// The outcome of a load that looked up two components: a rejected
+    /// entry or a miss, when either found one.
+    pub(crate) fn and(self, other: CacheOutcome) -> CacheOutcome {
+        use CacheOutcome::{Disabled, Hit, Miss, Rejected};
+        match (self, other) {
+            (Rejected, _) | (_, Rejected) => Rejected,
+            (Miss, _) | (_, Miss) => Miss,
+            (Disabled, _) | (_, Disabled) => Disabled,
+            (Hit, Hit) => Hit,
+        }
+    }
+
     /// A short, stable name for metrics and logs.
     pub fn as_str(self) -> &'static str {
         match self {

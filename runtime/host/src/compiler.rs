@@ -19,11 +19,11 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wasmtime::component::Component;
 
-use crate::engine::{OptLevel, compiler_config};
+use crate::engine::{OptLevel, Tier, compiler_config};
 use crate::error::LoadError;
 
 /// The first word of the header line, and the version of this protocol.
-const HEADER: &str = "wasm-ccm-compile/1";
+const HEADER: &str = "wasm-ccm-compile/2";
 /// The exit status of a child whose component does not compile.
 const INVALID: u8 = 3;
 /// The exit status of a child that ran out of memory.
@@ -75,8 +75,8 @@ impl ChildCompiler {
         }
     }
 
-    /// Compiles `wasm` for `engine` in a child process; dropping the future
-    /// kills the child.
+    /// Compiles `wasm` for `engine`, whose compiler is `tier`'s at
+    /// `opt_level`, in a child process; dropping the future kills the child.
     ///
     /// # Errors
     /// When the child cannot be run, the component does not compile, or the
@@ -84,6 +84,7 @@ impl ChildCompiler {
     pub(crate) async fn compile(
         &self,
         engine: &wasmtime::Engine,
+        tier: Tier,
         opt_level: OptLevel,
         wasm: &[u8],
     ) -> Result<Component, LoadError> {
@@ -97,8 +98,13 @@ impl ChildCompiler {
             .kill_on_drop(true)
             .spawn()
             .map_err(|err| LoadError::Engine(format!("cannot start the compiler process {program}: {err}")))?;
-        let header =
-            Header { opt_level, cpu_seconds: self.cpu_time.as_secs().max(1), memory: self.memory, size: wasm.len() };
+        let header = Header {
+            tier,
+            opt_level,
+            cpu_seconds: self.cpu_time.as_secs().max(1),
+            memory: self.memory,
+            size: wasm.len(),
+        };
         let (mut stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let write = async {
             if let Some(stdin) = stdin.as_mut() {
@@ -180,6 +186,7 @@ impl ChildCompiler {
 /// What the parent tells the child before the component.
 #[derive(Debug, PartialEq, Eq)]
 struct Header {
+    tier: Tier,
     opt_level: OptLevel,
     cpu_seconds: u64,
     memory: u64,
@@ -193,12 +200,15 @@ impl Header {
             OptLevel::SpeedAndSize => "speed-and-size",
             _ => "speed",
         };
-        format!("{HEADER} {opt_level} {} {} {}\n", self.cpu_seconds, self.memory, self.size)
+        let tier = self.tier.as_str();
+        format!("{HEADER} {tier} {opt_level} {} {} {}\n", self.cpu_seconds, self.memory, self.size)
     }
 
     fn parse(line: &str) -> Option<Header> {
         let mut words = line.split_whitespace();
         (words.next()? == HEADER).then_some(())?;
+        let tier = words.next()?;
+        let tier = [Tier::Baseline, Tier::Optimizing].into_iter().find(|known| known.as_str() == tier)?;
         let opt_level = match words.next()? {
             "none" => OptLevel::None,
             "speed-and-size" => OptLevel::SpeedAndSize,
@@ -207,7 +217,7 @@ impl Header {
         };
         let mut number = || words.next()?.parse::<u64>().ok();
         let (cpu_seconds, memory, size) = (number()?, number()?, usize::try_from(number()?).ok()?);
-        Some(Header { opt_level, cpu_seconds, memory, size })
+        Some(Header { tier, opt_level, cpu_seconds, memory, size })
     }
 }
 
@@ -257,7 +267,7 @@ fn compile_stdin() -> Result<(), ChildFailure> {
     // On every core, as in the parent: a provider's compile is what the
     // controllers wait for at start and at a reload. Its CPU-time limit
     // counts all its threads.
-    let config = compiler_config(header.opt_level);
+    let config = compiler_config(header.tier, header.opt_level);
     let engine = wasmtime::Engine::new(&config)
         .map_err(|err| request("cannot set up the compiler", &format_args!("{err:#}")))?;
     let component = Component::new(&engine, &wasm).map_err(|err| {
@@ -334,11 +344,18 @@ mod tests {
 
     #[test]
     fn the_header_reads_back() {
-        let header = Header { opt_level: OptLevel::None, cpu_seconds: 120, memory: 2 << 30, size: 12345 };
-        assert_eq!(Header::parse(header.line().trim_end()), Some(header));
-        for bad in
-            ["", "wasm-ccm-compile/2 speed 1 2 3", "wasm-ccm-compile/1 fast 1 2 3", "wasm-ccm-compile/1 speed 1 2"]
-        {
+        for tier in [Tier::Baseline, Tier::Optimizing] {
+            let header = Header { tier, opt_level: OptLevel::None, cpu_seconds: 120, memory: 2 << 30, size: 12345 };
+            assert_eq!(Header::parse(header.line().trim_end()), Some(header));
+        }
+        for bad in [
+            "",
+            "wasm-ccm-compile/1 speed 1 2 3",
+            "wasm-ccm-compile/2 speed 1 2 3",
+            "wasm-ccm-compile/2 optimizing fast 1 2 3",
+            "wasm-ccm-compile/2 winch speed 1 2 3",
+            "wasm-ccm-compile/2 baseline speed 1 2",
+        ] {
             assert_eq!(Header::parse(bad), None, "{bad}");
         }
     }

@@ -9,7 +9,7 @@ use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
 use crate::cache::{CacheOutcome, CompileCache, Lookup};
-use crate::engine::Engine;
+use crate::engine::{Backend, Engine, Tier};
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
@@ -60,15 +60,15 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
 /// and import what a provider must.
 pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
     check_header(bytes)?;
-    let component = build(engine, bytes)?;
-    check(engine, &component)?;
+    let component = build(engine.wasmtime(), bytes)?;
+    check(&component)?;
     Ok(component)
 }
 
 /// Loads the component of `bytes`, whose sha256 is `digest` (hex), from the
 /// engine's compile cache when `cached`, or compiles it with the engine's
-/// compiler; checks it is a provider of this contract and says where the
-/// code came from.
+/// compiler of `tier`; checks it is a provider of this contract and says
+/// where the code came from.
 ///
 /// Only components that pass the checks are stored in the cache; an entry
 /// that does not verify or load is logged, compiled again and overwritten.
@@ -80,33 +80,32 @@ pub(crate) async fn compile_cached(
     bytes: Arc<[u8]>,
     digest: &str,
     cached: bool,
+    tier: Tier,
 ) -> Result<(Component, CacheOutcome), LoadError> {
     check_header(&bytes)?;
-    let cache = engine.compile_cache().filter(|_| cached);
-    let outcome = match cache {
-        None => CacheOutcome::Disabled,
-        Some(cache) => match blocking(engine, digest, |cache, engine, digest| cache.get(engine, digest)).await? {
+    let backends = engine.backends(tier);
+    let caches: Vec<&Backend> = backends.iter().copied().filter(|backend| cached && backend.cache.is_some()).collect();
+    let mut outcome = if caches.is_empty() { CacheOutcome::Disabled } else { CacheOutcome::Miss };
+    for backend in &caches {
+        match blocking(backend, digest, |cache, engine, digest| cache.get(engine, digest)).await? {
             Lookup::Hit(component) => {
-                check(engine, &component)?;
+                check(&component)?;
                 tracing::debug!(digest = %format_args!("sha256:{digest}"), "loaded compiled code from the cache");
                 return Ok((component, CacheOutcome::Hit));
             }
-            Lookup::Miss => CacheOutcome::Miss,
+            Lookup::Miss => {}
             Lookup::Rejected(reason) => {
-                tracing::warn!(
-                    entry = %cache.entry_path(&bytes).display(),
-                    %reason,
-                    "compile cache entry refused; compiling again"
-                );
-                CacheOutcome::Rejected
+                let entry = backend.cache.as_ref().map(|cache| cache.entry_path(&bytes)).unwrap_or_default();
+                tracing::warn!(entry = %entry.display(), %reason, "compile cache entry refused; compiling again");
+                outcome = CacheOutcome::Rejected;
             }
-        },
-    };
-    let component = engine.compile_fresh(bytes).await?;
-    check(engine, &component)?;
-    if cache.is_some() {
+        }
+    }
+    let (component, compiled_by) = engine.compile_fresh(bytes, &backends).await?;
+    check(&component)?;
+    if let Some(backend) = caches.iter().find(|backend| backend.tier == compiled_by) {
         let stored = component.clone();
-        match blocking(engine, digest, move |cache, _, digest| cache.put(digest, &stored)).await? {
+        match blocking(backend, digest, move |cache, _, digest| cache.put(digest, &stored)).await? {
             Ok(path) => tracing::debug!(entry = %path.display(), "stored compiled code in the cache"),
             Err(err) => tracing::warn!(error = %err, "cannot store compiled code in the cache"),
         }
@@ -114,32 +113,32 @@ pub(crate) async fn compile_cached(
     Ok((component, outcome))
 }
 
-/// Runs `work` on the engine's compile cache on a blocking thread: it
-/// reads and writes files.
+/// Runs `work` on `backend`'s compile cache on a blocking thread: it reads
+/// and writes files.
 async fn blocking<T: Send + 'static>(
-    engine: &Engine,
+    backend: &Backend,
     digest: &str,
     work: impl FnOnce(&CompileCache, &wasmtime::Engine, &str) -> T + Send + 'static,
 ) -> Result<T, LoadError> {
-    let (engine, digest) = (engine.clone(), digest.to_owned());
+    let (backend, digest) = (backend.clone(), digest.to_owned());
     tokio::task::spawn_blocking(move || {
-        let cache = engine.compile_cache().expect("called with a compile cache only");
-        work(cache, engine.wasmtime(), &digest)
+        let cache = backend.cache.as_ref().expect("called with a compile cache only");
+        work(cache, &backend.engine, &digest)
     })
     .await
     .map_err(|err| LoadError::Engine(format!("the compile cache stopped: {err}")))
 }
 
-/// Compiles `bytes` into a component, on this thread.
-pub(crate) fn build(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
-    Component::new(engine.wasmtime(), bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))
+/// Compiles `bytes` into a component for `engine`, on this thread.
+pub(crate) fn build(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    Component::new(engine, bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))
 }
 
 /// Checks that `component` imports only what the host provides and exports
 /// the whole world.
-fn check(engine: &Engine, component: &Component) -> Result<(), LoadError> {
-    check_imports(engine, component)?;
-    check_exports(engine, component)
+fn check(component: &Component) -> Result<(), LoadError> {
+    check_imports(component)?;
+    check_exports(component)
 }
 
 /// Splits `package/interface@version` into its parts.
@@ -149,9 +148,9 @@ fn split_name(name: &str) -> Option<(&str, &str, &str)> {
     Some((package, interface, version))
 }
 
-fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError> {
-    let ty = component.component_type();
-    let exports: Vec<(&str, ComponentExtern<'_>)> = ty.exports(engine.wasmtime()).collect();
+fn check_exports(component: &Component) -> Result<(), LoadError> {
+    let (ty, engine) = (component.component_type(), component.engine());
+    let exports: Vec<(&str, ComponentExtern<'_>)> = ty.exports(engine).collect();
     let mut problems = Vec::new();
     for interface in Interface::ALL {
         let wanted = format!("{PACKAGE}/{interface}@{VERSION}");
@@ -172,7 +171,7 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
             problems.push(format!("export {wanted} is not an interface"));
             continue;
         };
-        let present: Vec<&str> = instance.exports(engine.wasmtime()).map(|(name, _)| name).collect();
+        let present: Vec<&str> = instance.exports(engine).map(|(name, _)| name).collect();
         for function in interface.functions().filter(|function| !present.contains(&function.wit_name())) {
             problems.push(format!("missing function {} in {wanted}", function.wit_name()));
         }
@@ -184,10 +183,10 @@ fn check_exports(engine: &Engine, component: &Component) -> Result<(), LoadError
     }
 }
 
-fn check_imports(engine: &Engine, component: &Component) -> Result<(), LoadError> {
+fn check_imports(component: &Component) -> Result<(), LoadError> {
     let ty = component.component_type();
     let unsupported: Vec<String> = ty
-        .imports(engine.wasmtime())
+        .imports(component.engine())
         .filter(|(name, _)| !provides_import(name))
         .map(|(name, _)| name.to_owned())
         .collect();

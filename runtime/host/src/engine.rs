@@ -8,9 +8,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
+use tokio::sync::OwnedSemaphorePermit;
 pub use wasmtime::OptLevel;
 use wasmtime::component::Component;
-use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 use crate::cache::{CacheOutcome, CompileCache};
 use crate::compile_failures::CompileFailures;
@@ -92,14 +93,63 @@ const MEMORY_KEPT_RESIDENT: usize = 512 << 10;
 /// As [`MEMORY_KEPT_RESIDENT`], for a slot's tables.
 const TABLE_KEPT_RESIDENT: usize = 32 << 10;
 
+/// Which compiler a component's code comes from.
+///
+/// Most code a host compiles runs once: the instrumented component whose
+/// instance runs `initialize` for the snapshot. Winch, a baseline compiler,
+/// compiles it in a fifth of Cranelift's CPU time (RESULTS.md); Cranelift
+/// compiles the code every call runs, the snapshot's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tier {
+    /// Winch: fast to compile, slower to run. A component it refuses (it
+    /// lacks some proposals, such as tail calls) is compiled by Cranelift.
+    Baseline,
+    /// Cranelift at the engine's [`OptLevel`].
+    Optimizing,
+}
+
+impl Tier {
+    /// A short, stable name for the compiler process's header and logs.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Tier::Baseline => "baseline",
+            Tier::Optimizing => "optimizing",
+        }
+    }
+}
+
 /// What decides how components compile: the same for an engine and for
 /// the compiler process that compiles for it, so that its code loads.
-pub(crate) fn compiler_config(opt_level: OptLevel) -> Config {
+/// The baseline compiler has no optimisation level.
+pub(crate) fn compiler_config(tier: Tier, opt_level: OptLevel) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
-    config.cranelift_opt_level(opt_level);
+    match tier {
+        Tier::Baseline => config.strategy(Strategy::Winch),
+        Tier::Optimizing => config.strategy(Strategy::Cranelift).cranelift_opt_level(opt_level),
+    };
     config
+}
+
+/// One compiler's wasmtime engine, and the compile cache of its code.
+#[derive(Clone)]
+pub(crate) struct Backend {
+    pub(crate) tier: Tier,
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) cache: Option<CompileCache>,
+}
+
+impl Backend {
+    /// `tier`'s compiler on `engine`, with a compile cache when `settings`
+    /// name one.
+    fn new(tier: Tier, engine: wasmtime::Engine, settings: &EngineSettings) -> Result<Self, LoadError> {
+        let cache = match &settings.compile_cache {
+            Some(dir) => Some(CompileCache::open(dir, &engine, settings.compile_cache_max_bytes)?),
+            None => None,
+        };
+        Ok(Backend { tier, engine, cache })
+    }
 }
 
 /// The engine and its epoch ticker; cheap to clone.
@@ -109,13 +159,15 @@ pub struct Engine {
 }
 
 struct Inner {
-    engine: wasmtime::Engine,
+    /// Cranelift's: the code calls run.
+    optimizing: Backend,
+    /// Winch's, where this machine has it: code that runs once.
+    baseline: Option<Backend>,
     /// Turns to compile, so that compiles cannot pile up.
     compiling: Arc<tokio::sync::Semaphore>,
     /// Digests that failed to compile, not compiled again.
     failures: CompileFailures,
     settings: EngineSettings,
-    cache: Option<CompileCache>,
     metrics: ProviderMetrics,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
@@ -141,7 +193,7 @@ impl Engine {
         if settings.compile_parallelism == 0 {
             return Err(LoadError::Engine("the compile parallelism must be at least 1".to_owned()));
         }
-        let mut config = compiler_config(settings.opt_level);
+        let mut config = compiler_config(Tier::Optimizing, settings.opt_level);
         if let Allocation::Pooling { instances } = settings.allocation {
             let mut pool = PoolingAllocationConfig::default();
             // A Rust component built for wasm32-wasip2 has a handful of core
@@ -162,20 +214,30 @@ impl Engine {
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
-        let cache = match &settings.compile_cache {
-            Some(dir) => Some(CompileCache::open(dir, &engine, settings.compile_cache_max_bytes)?),
-            None => None,
+        let optimizing = Backend::new(Tier::Optimizing, engine, &settings)?;
+        // Its instances are few, one per load: allocated on demand, within
+        // the store's memory limit.
+        let baseline = match wasmtime::Engine::new(&compiler_config(Tier::Baseline, settings.opt_level)) {
+            Ok(engine) => Some(Backend::new(Tier::Baseline, engine, &settings)?),
+            Err(err) => {
+                tracing::info!("no baseline compiler on this machine; Cranelift compiles every component: {err:#}");
+                None
+            }
         };
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
-            let engine = engine.clone();
+            let engines: Vec<wasmtime::Engine> = [Some(&optimizing), baseline.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(|backend| backend.engine.clone())
+                .collect();
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("wasm-epoch".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(EPOCH_TICK);
-                        engine.increment_epoch();
+                        engines.iter().for_each(wasmtime::Engine::increment_epoch);
                     }
                 })
                 .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
@@ -183,13 +245,20 @@ impl Engine {
         let metrics = ProviderMetrics::default();
         let compiling = Arc::new(tokio::sync::Semaphore::new(settings.compile_parallelism));
         let failures = CompileFailures::default();
-        let inner = Inner { engine, compiling, failures, settings, cache, metrics, stop, ticker: Some(ticker) };
+        let inner = Inner { optimizing, baseline, compiling, failures, settings, metrics, stop, ticker: Some(ticker) };
         Ok(Engine { inner: Arc::new(inner) })
     }
 
-    /// The wasmtime engine.
+    /// The wasmtime engine of the code calls run.
     pub fn wasmtime(&self) -> &wasmtime::Engine {
-        &self.inner.engine
+        &self.inner.optimizing.engine
+    }
+
+    /// The backends that compile code of `tier`, in the order tried: the
+    /// baseline compiler falls back on Cranelift.
+    pub(crate) fn backends(&self, tier: Tier) -> Vec<&Backend> {
+        let baseline = self.inner.baseline.as_ref().filter(|_| tier == Tier::Baseline);
+        baseline.into_iter().chain([&self.inner.optimizing]).collect()
     }
 
     /// The metrics of every provider on this engine.
@@ -201,12 +270,14 @@ impl Engine {
     /// cache can keep the snapshots it makes the same (see
     /// [`CompileCache::snapshot_seed`]); `None`: randomness from the system.
     pub(crate) fn snapshot_seed(&self, inputs: &[&[u8]]) -> Option<[u8; 32]> {
-        self.inner.cache.as_ref().map(|cache| cache.snapshot_seed(inputs))
+        self.compile_cache().map(|cache| cache.snapshot_seed(inputs))
     }
 
-    /// The compile cache, when the settings name one.
+    /// The compile cache of Cranelift's code, when the settings name one.
+    /// The baseline compiler's code is kept in the same directory, under
+    /// its own engine's names.
     pub fn compile_cache(&self) -> Option<&CompileCache> {
-        self.inner.cache.as_ref()
+        self.inner.optimizing.cache.as_ref()
     }
 
     /// Compiles `wasm` (or, when `cached`, loads it from the compile cache)
@@ -217,7 +288,12 @@ impl Engine {
     /// # Errors
     /// When the component is too large, is not a provider, does not
     /// compile, or its compile does not end in time.
-    pub(crate) async fn compile(&self, wasm: Arc<[u8]>, cached: bool) -> Result<(Component, CacheOutcome), LoadError> {
+    pub(crate) async fn compile(
+        &self,
+        wasm: Arc<[u8]>,
+        cached: bool,
+        tier: Tier,
+    ) -> Result<(Component, CacheOutcome), LoadError> {
         let limit = self.inner.settings.max_component_size;
         if wasm.len() > limit {
             return Err(LoadError::TooLarge { size: wasm.len(), limit });
@@ -227,7 +303,7 @@ impl Engine {
             tracing::debug!(digest = %format_args!("sha256:{digest}"), "not compiling again a component that failed: {err}");
             return Err(err);
         }
-        let compiled = crate::component::compile_cached(self, wasm, &digest, cached).await;
+        let compiled = crate::component::compile_cached(self, wasm, &digest, cached, tier).await;
         if let Err(err) = &compiled {
             self.inner.failures.remember(&digest, err);
         }
@@ -235,8 +311,14 @@ impl Engine {
     }
 
     /// Compiles `wasm` with the engine's compiler once it has a turn,
-    /// within the compile timeout.
-    pub(crate) async fn compile_fresh(&self, wasm: Arc<[u8]>) -> Result<Component, LoadError> {
+    /// within the compile timeout: with the first of `backends` that takes
+    /// it, and says which did. Only a component a backend refuses goes to
+    /// the next; the timeout covers them all.
+    pub(crate) async fn compile_fresh(
+        &self,
+        wasm: Arc<[u8]>,
+        backends: &[&Backend],
+    ) -> Result<(Component, Tier), LoadError> {
         let turn = self
             .inner
             .compiling
@@ -244,32 +326,90 @@ impl Engine {
             .acquire_owned()
             .await
             .map_err(|_| LoadError::Engine("the engine is shutting down".to_owned()))?;
+        let turn = Arc::new(turn);
         let limit = self.inner.settings.compile_timeout;
         let compiling = async move {
-            match &self.inner.settings.compiler {
-                Compiler::InProcess => {
-                    let engine = self.clone();
-                    // Given up on, the thread runs on and keeps the turn.
-                    tokio::task::spawn_blocking(move || {
-                        let _turn = turn;
-                        crate::component::build(&engine, &wasm)
-                    })
-                    .await
-                    .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?
+            let mut refused = None;
+            for backend in backends {
+                if let Some(reason) = refused.take() {
+                    tracing::debug!(
+                        compiler = backend.tier.as_str(),
+                        "compiling a component the previous compiler refused: {reason}"
+                    );
                 }
-                Compiler::Child(child) => {
-                    // Given up on, this future drops: the child is killed
-                    // and the turn given back.
-                    let _turn = turn;
-                    child.compile(self.wasmtime(), self.inner.settings.opt_level, &wasm).await
+                match self.compile_with(backend, wasm.clone(), turn.clone()).await {
+                    Ok(component) => return Ok((component, backend.tier)),
+                    Err(LoadError::Invalid(reason)) => refused = Some(reason),
+                    Err(err) => return Err(err),
                 }
             }
+            Err(LoadError::Invalid(refused.unwrap_or_default()))
         };
         tokio::time::timeout(limit, compiling).await.unwrap_or(Err(LoadError::CompileTimeout { limit }))
+    }
+
+    /// Compiles `wasm` with `backend`'s compiler, holding `turn`.
+    async fn compile_with(
+        &self,
+        backend: &Backend,
+        wasm: Arc<[u8]>,
+        turn: Arc<OwnedSemaphorePermit>,
+    ) -> Result<Component, LoadError> {
+        match &self.inner.settings.compiler {
+            Compiler::InProcess => {
+                let engine = backend.engine.clone();
+                // Given up on, the thread runs on and keeps the turn.
+                tokio::task::spawn_blocking(move || {
+                    let _turn = turn;
+                    crate::component::build(&engine, &wasm)
+                })
+                .await
+                .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?
+            }
+            Compiler::Child(child) => {
+                // Given up on, this future drops: the child is killed and
+                // the turn given back.
+                let _turn = turn;
+                child.compile(&backend.engine, backend.tier, self.inner.settings.opt_level, &wasm).await
+            }
+        }
     }
 
     /// The settings the engine was built with.
     pub fn settings(&self) -> &EngineSettings {
         &self.inner.settings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Compiles the component text `wat` with the backends of `tier`.
+    async fn compiled_by(engine: &Engine, tier: Tier, wat: &str) -> (Component, Tier) {
+        engine.compile_fresh(Arc::from(wat.as_bytes()), &engine.backends(tier)).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn code_that_runs_once_is_compiled_by_the_baseline_compiler_unless_it_refuses() {
+        let engine =
+            Engine::new(EngineSettings { allocation: Allocation::OnDemand, ..EngineSettings::default() }).unwrap();
+        let plain = "(component (core module (func (export \"f\"))))";
+        let (component, tier) = compiled_by(&engine, Tier::Baseline, plain).await;
+        assert_eq!(tier, Tier::Baseline);
+        assert!(!wasmtime::Engine::same(component.engine(), engine.wasmtime()), "Winch's engine, not the calls'");
+        let (component, tier) = compiled_by(&engine, Tier::Optimizing, plain).await;
+        assert_eq!(tier, Tier::Optimizing);
+        assert!(wasmtime::Engine::same(component.engine(), engine.wasmtime()));
+
+        // Winch lacks the tail-call proposal; Cranelift has it.
+        let tail_call = "(component (core module (func $f (export \"f\") return_call $f)))";
+        let (component, tier) = compiled_by(&engine, Tier::Baseline, tail_call).await;
+        assert_eq!(tier, Tier::Optimizing);
+        assert!(wasmtime::Engine::same(component.engine(), engine.wasmtime()));
+
+        let invalid = "(component (core module (func (result i32))))";
+        let err = engine.compile_fresh(Arc::from(invalid.as_bytes()), &engine.backends(Tier::Baseline)).await;
+        assert!(matches!(&err, Err(LoadError::Invalid(reason)) if reason.contains("type mismatch")), "{:?}", err.err());
     }
 }

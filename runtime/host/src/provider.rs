@@ -18,7 +18,7 @@ use crate::bindings::{self, CloudProvider, CloudProviderPre};
 use crate::cache::CacheOutcome;
 use crate::compute::ComputeShare;
 use crate::credentials::{Credentials, CredentialsImport};
-use crate::engine::{EPOCH_TICK, Engine};
+use crate::engine::{EPOCH_TICK, Engine, Tier};
 use crate::error::LoadError;
 use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound, Scrubber};
@@ -151,15 +151,16 @@ impl LoadedProvider {
                 engine.settings().max_memory
             )));
         }
-        let (instrumented, wasm) = match snapshot::instrument(spec.wasm.clone()) {
-            Ok((instrumented, wasm)) => (Some(Arc::new(instrumented)), Arc::from(wasm)),
+        // The instrumented component runs once, `initialize` for the
+        // snapshot: the baseline compiler's code is enough.
+        let (instrumented, wasm, tier) = match snapshot::instrument(spec.wasm.clone()) {
+            Ok((instrumented, wasm)) => (Some(Arc::new(instrumented)), Arc::from(wasm), Tier::Baseline),
             Err(err) => {
                 tracing::info!(provider = %spec.name, "the provider cannot be snapshotted; it is initialised in every call: {err:#}");
-                (None, spec.wasm.clone())
+                (None, spec.wasm.clone(), Tier::Optimizing)
             }
         };
-        let (pre, cache_outcome) = prepare(engine, wasm, true).await?;
-        engine.metrics().compile(&spec.name, cache_outcome);
+        let (pre, cache_outcome) = prepare(engine, wasm, true, tier).await?;
         let outbound = Outbound::new(
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
@@ -199,14 +200,26 @@ impl LoadedProvider {
         if let Some(snapshot) = snapshot {
             // A seeded snapshot is the same for the same provider and
             // configuration: the compile cache keeps it for the next load.
-            match prepare(engine, snapshot.into(), seed.is_some()).await {
-                Ok((pre, _)) => (provider.pre, provider.start) = (pre, Start::FromSnapshot),
+            match prepare(engine, snapshot.into(), seed.is_some(), Tier::Optimizing).await {
+                Ok((pre, outcome)) => {
+                    (provider.pre, provider.start) = (pre, Start::FromSnapshot);
+                    provider.compiled = provider.compiled.and(outcome);
+                }
                 Err(err) => tracing::warn!(
                     provider = %provider.name,
                     "the provider's snapshot does not load; it is initialised in every call: {err}"
                 ),
             }
         }
+        if provider.start == Start::Initializing
+            && !wasmtime::Engine::same(provider.engine_of_calls(), engine.wasmtime())
+        {
+            // Its calls would run the code compiled to run once.
+            let (pre, outcome) = prepare(engine, spec.wasm, true, Tier::Optimizing).await?;
+            provider.pre = pre;
+            provider.compiled = provider.compiled.and(outcome);
+        }
+        engine.metrics().compile(&provider.name, provider.compiled);
         Ok(provider)
     }
 
@@ -220,7 +233,9 @@ impl LoadedProvider {
         &self.info
     }
 
-    /// Whether its code was compiled or loaded from the compile cache.
+    /// Whether its code was compiled or loaded from the compile cache: a
+    /// load that needs two components (the one instrumented for the
+    /// snapshot, and the snapshot) says what the one that missed found.
     pub fn cache_outcome(&self) -> CacheOutcome {
         self.compiled
     }
@@ -233,6 +248,11 @@ impl LoadedProvider {
     /// Its limits.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The wasmtime engine of the code its calls run.
+    fn engine_of_calls(&self) -> &wasmtime::Engine {
+        self.pre.instance_pre().engine()
     }
 
     /// The metrics its calls are recorded in.
@@ -398,7 +418,7 @@ impl LoadedProvider {
             credentials: CredentialsImport { credentials: self.credentials.clone() },
             log: LogImport { origin },
         };
-        let mut store = Store::new(self.engine.wasmtime(), state);
+        let mut store = Store::new(self.engine_of_calls(), state);
         store.limiter(|state| &mut state.limiter);
         let deadline = deadline.into_std();
         let (compute, mut computed) = (self.compute.clone(), 0);
@@ -443,15 +463,16 @@ impl LoadedProvider {
     }
 }
 
-/// Compiles `wasm` (or, when `cached`, takes it from the compile cache),
-/// checks it is a provider, and links it to what the host provides.
+/// Compiles `wasm` with `tier`'s compiler (or, when `cached`, takes it
+/// from the compile cache), checks it is a provider, and links it to what the host provides.
 async fn prepare(
     engine: &Engine,
     wasm: Arc<[u8]>,
     cached: bool,
+    tier: Tier,
 ) -> Result<(CloudProviderPre<CallState>, CacheOutcome), LoadError> {
-    let (compiled, cache_outcome) = engine.compile(wasm, cached).await?;
-    let mut linker = Linker::<CallState>::new(engine.wasmtime());
+    let (compiled, cache_outcome) = engine.compile(wasm, cached, tier).await?;
+    let mut linker = Linker::<CallState>::new(compiled.engine());
     link(&mut linker).map_err(LoadError::engine)?;
     let instance_pre =
         linker.instantiate_pre(&compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
