@@ -133,6 +133,8 @@ pub struct LoadedProvider {
     info: ProviderInfo,
     compiled: CacheOutcome,
     start: Start,
+    /// The monotonic clock of all its instances.
+    clock: wasi::SinceLoad,
     /// Its guest code's share of the CPU, all calls together.
     compute: Arc<ComputeShare>,
 }
@@ -186,6 +188,7 @@ impl LoadedProvider {
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
             compiled: cache_outcome,
             start: Start::Initializing,
+            clock: wasi::SinceLoad::start(),
         };
         let seed = instrumented.as_ref().and_then(|_| {
             engine.snapshot_seed(&[
@@ -404,7 +407,7 @@ impl LoadedProvider {
         seed: Option<[u8; 32]>,
     ) -> Store<CallState> {
         let state = CallState {
-            wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr, seed),
+            wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr, self.clock, seed),
             table: resource_table(),
             limiter: MemoryLimiter::new(self.limits.memory, self.memory_in_use.clone()),
             http: HttpImport {

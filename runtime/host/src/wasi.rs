@@ -3,6 +3,8 @@
 //! preopened directory), no environment, no arguments, no sockets (not even
 //! linked), an empty stdin; stdout and stderr go to the log.
 
+use std::time::Instant;
+
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use wasmtime::component::{HasData, Linker, ResourceTable};
@@ -11,7 +13,7 @@ use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiView};
+use wasmtime_wasi::{HostMonotonicClock, WasiCtx, WasiCtxBuilder, WasiView};
 
 use crate::log::GuestOutput;
 
@@ -72,11 +74,36 @@ pub(crate) fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> wa
     Ok(())
 }
 
+/// A provider's monotonic clock: nanoseconds since it was loaded, in all its
+/// calls. A call's instance starts from the snapshot of the one that ran
+/// `initialize`, with what that one read of the clock: a clock that began
+/// with each call would run back from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SinceLoad(Instant);
+
+impl SinceLoad {
+    pub(crate) fn start() -> Self {
+        SinceLoad(Instant::now())
+    }
+}
+
+impl HostMonotonicClock for SinceLoad {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
 /// A call's WASI context: stdout and stderr into the log, nothing else;
-/// randomness from the system, or drawn from `seed`.
-pub(crate) fn context(stdout: GuestOutput, stderr: GuestOutput, seed: Option<[u8; 32]>) -> WasiCtx {
+/// the provider's monotonic `clock`; randomness from the system, or drawn
+/// from `seed`.
+pub(crate) fn context(stdout: GuestOutput, stderr: GuestOutput, clock: SinceLoad, seed: Option<[u8; 32]>) -> WasiCtx {
     let mut builder = WasiCtxBuilder::new();
     builder.stdout(stdout).stderr(stderr).allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    builder.monotonic_clock(clock);
     if let Some(seed) = seed {
         let mut secure = StdRng::from_seed(seed);
         let insecure = StdRng::from_rng(&mut secure);

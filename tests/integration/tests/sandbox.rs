@@ -63,6 +63,21 @@ async fn every_call_starts_from_the_state_initialize_left_once() {
     assert_eq!(run(&handle, "born", "").await.unwrap(), first);
 }
 
+/// Every call starts from what `initialize` read of the monotonic clock, in
+/// the instance the snapshot was taken of: the clock a call reads does not
+/// run back from it.
+#[tokio::test]
+async fn the_monotonic_clock_runs_on_from_the_snapshot() {
+    let handle = hostile_configured(b"read-the-clock-late").await;
+    for _ in 0..3 {
+        let observed = run(&handle, "clock", "").await.unwrap();
+        let (born_at, now) = observed.split_once(' ').unwrap();
+        let (born_at, now): (u64, u64) = (born_at.parse().unwrap(), now.parse().unwrap());
+        assert!(born_at >= 50_000_000, "initialize slept 50 ms before it read the clock: {born_at}");
+        assert!(now > born_at, "the clock ran back from {born_at} ns to {now} ns");
+    }
+}
+
 /// A pool slot keeps the pages its instance wrote resident, reset in place:
 /// the next instance in it, of the same provider or another, reads nothing
 /// of what the last one wrote.

@@ -10,9 +10,11 @@
 //!
 //! `initialize` draws a random number the attack `born` answers, so that a
 //! test can tell calls that start from one initialised state apart from
-//! calls that each initialise. With the configuration
-//! `hold-a-resource-on-initialize` it keeps a host resource past
-//! `initialize`.
+//! calls that each initialise, and reads the monotonic clock, which the
+//! attack `clock` answers beside the clock's time in the call. With the
+//! configuration `hold-a-resource-on-initialize` it keeps a host resource
+//! past `initialize`; with `read-the-clock-late` it sleeps 50 ms before it
+//! reads the clock.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -26,6 +28,8 @@ use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, Provider};
 pub struct Hostile {
     /// Drawn in `initialize`.
     born: u64,
+    /// The monotonic clock's time in `initialize`.
+    born_at: u64,
 }
 
 impl Provider for Hostile {
@@ -38,7 +42,11 @@ impl Provider for Hostile {
         if config == b"hold-a-resource-on-initialize" {
             std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1));
         }
-        Ok(Hostile { born: wasip2::random::random::get_random_u64() })
+        if config == b"read-the-clock-late" {
+            wasip2::clocks::monotonic_clock::subscribe_duration(50_000_000).block();
+        }
+        let born_at = wasip2::clocks::monotonic_clock::now();
+        Ok(Hostile { born: wasip2::random::random::get_random_u64(), born_at })
     }
 
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
@@ -136,6 +144,7 @@ impl LoadBalancer for Hostile {
         match annotation(service, "hostile/attack") {
             "" => Ok(observed(format!("ok with {} nodes", nodes.len()))),
             "born" => Ok(observed(format!("born {}", self.born))),
+            "clock" => Ok(observed(format!("{} {}", self.born_at, wasip2::clocks::monotonic_clock::now()))),
             "spin" => spin(),
             "sleep" => {
                 std::thread::sleep(Duration::from_secs(3600));
