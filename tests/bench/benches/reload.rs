@@ -33,6 +33,8 @@ struct Candidate {
     config: Vec<u8>,
     signature: String,
     verification: Verification,
+    /// What a load through a filled compile cache finds.
+    cached: CacheOutcome,
 }
 
 impl Candidate {
@@ -42,7 +44,8 @@ impl Candidate {
             pin: Some(wasm_ccm_distribution::sha256_digest(&wasm)),
             public_key: Some(key.public_key()?),
         };
-        Ok(Candidate { name, wasm, config: config.to_string().into_bytes(), signature, verification })
+        let config = config.to_string().into_bytes();
+        Ok(Candidate { name, wasm, config, signature, verification, cached: CacheOutcome::Hit })
     }
 
     fn spec(&self) -> ProviderSpec {
@@ -224,6 +227,12 @@ fn main() -> anyhow::Result<()> {
         let candidates = [
             Candidate::new("fake", guest("provider-fake"), json!({"clusters": ["v1"]}), &key)?,
             Candidate::new("aws", guest("provider-aws"), json!({"region": "eu-west-1"}), &key)?,
+            // Go's runtime reads the clocks while it starts: its snapshot
+            // differs from load to load, and is compiled in every one.
+            Candidate {
+                cached: CacheOutcome::Miss,
+                ..Candidate::new("fake-go", guest("provider-fake-go"), json!({"clusters": ["v1"]}), &key)?
+            },
         ];
         let cache = tempfile::tempdir()?;
         let compiling = Engine::new(EngineSettings::default())?;
@@ -248,10 +257,12 @@ fn main() -> anyhow::Result<()> {
             let quick = reloads(&unoptimised, &handle, candidate, COMPILING_RELOADS, CacheOutcome::Disabled).await?;
             // The first load through the cache compiles and stores.
             reloads(&cached, &handle, candidate, 1, CacheOutcome::Miss).await?;
-            let warm = reloads(&cached, &handle, candidate, CACHED_RELOADS, CacheOutcome::Hit).await?;
+            let warm = reloads(&cached, &handle, candidate, CACHED_RELOADS, candidate.cached).await?;
             let size = candidate.wasm.len();
+            let through_cache =
+                if candidate.cached == CacheOutcome::Hit { "from the cache" } else { "cache, snapshot compiled" };
             for (label, medians) in
-                [("compiled, speed", &cold), ("compiled, opt-level none", &quick), ("from the cache", &warm)]
+                [("compiled, speed", &cold), ("compiled, opt-level none", &quick), (through_cache, &warm)]
             {
                 println!(
                     "| {} | {size} B ({:.2} MB) | {label} | {} | {} | {} | {} | {} | {:.1} |",
