@@ -17,6 +17,7 @@ use crate::cache::{CacheOutcome, CompileCache};
 use crate::compile_failures::CompileFailures;
 use crate::compiler::Compiler;
 use crate::error::LoadError;
+use crate::limits::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
 use crate::metrics::ProviderMetrics;
 
 /// How often the engine's epoch advances: the granularity of deadlines.
@@ -152,6 +153,11 @@ impl Backend {
     }
 }
 
+/// A per-component bound of `limits.rs`, as the pool takes it.
+fn per_component(bound: usize) -> u32 {
+    u32::try_from(bound).unwrap_or(u32::MAX)
+}
+
 /// The engine and its epoch ticker; cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
@@ -204,9 +210,10 @@ impl Engine {
                 .total_memories(instances.saturating_mul(2))
                 .total_tables(instances.saturating_mul(4))
                 .total_stacks(instances)
-                .max_core_instances_per_component(16)
-                .max_memories_per_component(u32::try_from(crate::limits::MAX_MEMORIES).unwrap_or(u32::MAX))
-                .max_tables_per_component(8)
+                .max_core_instances_per_component(per_component(MAX_CORE_INSTANCES))
+                .max_memories_per_component(per_component(MAX_MEMORIES))
+                .max_tables_per_component(per_component(MAX_TABLES))
+                .table_elements(MAX_TABLE_ELEMENTS)
                 .max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX))
                 .linear_memory_keep_resident(MEMORY_KEPT_RESIDENT)
                 .table_keep_resident(TABLE_KEPT_RESIDENT)

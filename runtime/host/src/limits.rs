@@ -58,8 +58,17 @@ impl Default for Limits {
     }
 }
 
-/// Table elements an instance may have: far above what a Rust provider needs.
-const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// Elements a table may have: wasmtime's pool's default, far above what a
+/// Rust provider needs. The pool and an instance allocated on demand (the
+/// one that runs `initialize` for the snapshot) are held to the same
+/// bounds, since tables and instances take the host's memory, which the
+/// memory limit does not count.
+pub(crate) const MAX_TABLE_ELEMENTS: usize = 20_000;
+/// Tables an instance may have: a Rust provider has a couple.
+pub(crate) const MAX_TABLES: usize = 8;
+/// Core instances a component instance may have: a Rust provider has a
+/// handful (the program, the WASI adapter, shims).
+pub(crate) const MAX_CORE_INSTANCES: usize = 16;
 /// Linear memories an instance may have: a Rust provider has one.
 pub(crate) const MAX_MEMORIES: usize = 2;
 /// Resources (streams, pollables) an instance may hold at once in the
@@ -116,6 +125,14 @@ impl ResourceLimiter for MemoryLimiter {
     fn memories(&self) -> usize {
         MAX_MEMORIES
     }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES
+    }
 }
 
 impl Drop for MemoryLimiter {
@@ -160,6 +177,36 @@ mod tests {
         assert!(instantiate(MAX_MEMORIES).is_ok());
         let refused = instantiate(MAX_MEMORIES + 2).unwrap_err();
         assert!(format!("{refused:#}").contains("memory"), "{refused:#}");
+    }
+
+    /// Outside a pool, as the instance that runs `initialize` is, tables
+    /// and instances are the host's memory: they are held to the pool's
+    /// bounds.
+    #[test]
+    fn tables_and_instances_past_the_pool_s_bounds_are_refused_outside_it() {
+        let engine = wasmtime::Engine::default();
+        let store = || {
+            let mut store = wasmtime::Store::new(&engine, MemoryLimiter::new(64 << 20, Arc::default()));
+            store.limiter(|limiter| limiter);
+            store
+        };
+        let instantiate = |store: &mut wasmtime::Store<MemoryLimiter>, text: &str| {
+            let module = wasmtime::Module::new(&engine, text).unwrap();
+            wasmtime::Instance::new(store, &module, &[]).map(drop)
+        };
+        let tables =
+            |count: usize, elements: usize| format!("(module {})", format!("(table {elements} funcref)").repeat(count));
+        assert!(instantiate(&mut store(), &tables(MAX_TABLES, MAX_TABLE_ELEMENTS)).is_ok());
+        let refused = instantiate(&mut store(), &tables(MAX_TABLES + 1, 1)).unwrap_err();
+        assert!(format!("{refused:#}").contains("table"), "{refused:#}");
+        assert!(instantiate(&mut store(), &tables(1, MAX_TABLE_ELEMENTS + 1)).is_err(), "a table too large");
+
+        let mut instances = store();
+        for _ in 0..MAX_CORE_INSTANCES {
+            instantiate(&mut instances, "(module)").unwrap();
+        }
+        let refused = instantiate(&mut instances, "(module)").unwrap_err();
+        assert!(format!("{refused:#}").contains("instance"), "{refused:#}");
     }
 
     #[test]
