@@ -84,6 +84,18 @@ async fn a_provider_whose_initialize_traps() {
     assert!(message.contains("initialize refuses to start"), "{message}");
 }
 
+/// `initialize` runs in an instance of code the baseline compiler made,
+/// outside the pool: the deadline and the memory limit stop it there too.
+#[tokio::test]
+async fn an_initialize_past_its_deadline_or_memory_limit_fails_the_load() {
+    let mut spinning = spec("spinning", guest("guest-hostile"), b"spin-on-initialize");
+    spinning.limits.deadline = Duration::from_millis(300);
+    let err = LoadedProvider::load(&engine(), spinning).await.err().expect("refused");
+    assert!(matches!(err, LoadError::Startup(ProviderError::DeadlineExceeded { .. })), "{err:?}");
+    let err = load_error(&guest("guest-hostile"), b"grow-on-initialize").await;
+    assert!(matches!(err, LoadError::Startup(ProviderError::MemoryLimit { .. })), "{err:?}");
+}
+
 /// An engine on the default pooling allocator, but a small one, with these
 /// compile limits.
 fn limited_engine(max_component_size: usize, compile_timeout: Duration) -> Engine {

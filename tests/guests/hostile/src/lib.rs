@@ -14,7 +14,8 @@
 //! attack `clock` answers beside the clock's time in the call. With the
 //! configuration `hold-a-resource-on-initialize` it keeps a host resource
 //! past `initialize`; with `read-the-clock-late` it sleeps 50 ms before it
-//! reads the clock.
+//! reads the clock; with `spin-on-initialize` and `grow-on-initialize` its
+//! `initialize` loops forever or takes 1 GiB.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -38,6 +39,12 @@ impl Provider for Hostile {
     fn new(config: &[u8], _cluster_name: &str) -> Result<Self, Error> {
         if config == b"trap-on-initialize" {
             panic!("initialize refuses to start");
+        }
+        if config == b"spin-on-initialize" {
+            spin();
+        }
+        if config == b"grow-on-initialize" {
+            grow(1024);
         }
         if config == b"hold-a-resource-on-initialize" {
             std::mem::forget(wasip2::clocks::monotonic_clock::subscribe_duration(1));
