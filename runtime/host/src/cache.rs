@@ -201,6 +201,12 @@ impl CompileCache {
         Ok(CompileCache { dir: dir.to_owned(), key, engine: engine_hash(engine), max_bytes })
     }
 
+    /// The same directory and key, for `engine`'s code: entries under its
+    /// own names, within the same budget.
+    pub(crate) fn for_engine(&self, engine: &wasmtime::Engine) -> Self {
+        CompileCache { engine: engine_hash(engine), ..self.clone() }
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir

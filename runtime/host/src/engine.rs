@@ -141,18 +141,6 @@ pub(crate) struct Backend {
     pub(crate) cache: Option<CompileCache>,
 }
 
-impl Backend {
-    /// `tier`'s compiler on `engine`, with a compile cache when `settings`
-    /// name one.
-    fn new(tier: Tier, engine: wasmtime::Engine, settings: &EngineSettings) -> Result<Self, LoadError> {
-        let cache = match &settings.compile_cache {
-            Some(dir) => Some(CompileCache::open(dir, &engine, settings.compile_cache_max_bytes)?),
-            None => None,
-        };
-        Ok(Backend { tier, engine, cache })
-    }
-}
-
 /// A per-component bound of `limits.rs`, as the pool takes it.
 fn per_component(bound: usize) -> u32 {
     u32::try_from(bound).unwrap_or(u32::MAX)
@@ -221,16 +209,23 @@ impl Engine {
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
-        let optimizing = Backend::new(Tier::Optimizing, engine, &settings)?;
+        let cache = match &settings.compile_cache {
+            Some(dir) => Some(CompileCache::open(dir, &engine, settings.compile_cache_max_bytes)?),
+            None => None,
+        };
         // Its instances are few, one per load: allocated on demand, within
-        // the store's memory limit.
+        // the store's memory limit. Its code is cached beside Cranelift's.
         let baseline = match wasmtime::Engine::new(&compiler_config(Tier::Baseline, settings.opt_level)) {
-            Ok(engine) => Some(Backend::new(Tier::Baseline, engine, &settings)?),
+            Ok(engine) => {
+                let cache = cache.as_ref().map(|cache| cache.for_engine(&engine));
+                Some(Backend { tier: Tier::Baseline, engine, cache })
+            }
             Err(err) => {
                 tracing::info!("no baseline compiler on this machine; Cranelift compiles every component: {err:#}");
                 None
             }
         };
+        let optimizing = Backend { tier: Tier::Optimizing, engine, cache };
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let engines: Vec<wasmtime::Engine> = [Some(&optimizing), baseline.as_ref()]
