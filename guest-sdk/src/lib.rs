@@ -125,7 +125,7 @@ mod provider;
 pub mod wit;
 
 pub use error::{Error, RetryAfter};
-pub use nodes::{NodeSet, Strings};
+pub use nodes::{NodeSet, Strings, StringsIter};
 pub use provider::{
     Clusters, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones, default_load_balancer_name,
 };

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth, Response};
 use wasm_ccm_sdk::log::Level;
-use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, Service};
+use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, NodeAddressType, Service};
 use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, Provider};
 
 /// The hostile provider.
@@ -135,6 +135,29 @@ fn grow_to(end: usize) {
 #[cfg(not(target_arch = "wasm32"))]
 fn grow_to(_end: usize) {}
 
+/// Linear memory's size in 64 KiB pages.
+#[cfg(target_arch = "wasm32")]
+fn memory_pages() -> usize {
+    core::arch::wasm32::memory_size(0)
+}
+
+/// Built for the host only to be linted: there is no linear memory.
+#[cfg(not(target_arch = "wasm32"))]
+fn memory_pages() -> usize {
+    0
+}
+
+/// Reads the names, provider IDs and internal addresses of every node;
+/// says how many bytes that was and the memory's size in pages before and
+/// after.
+fn read_nodes(nodes: &NodeSet<'_>) -> String {
+    let before = memory_pages();
+    let internal = nodes.addresses(NodeAddressType::InternalIp);
+    let views = [nodes.names(), nodes.provider_ids(), &internal];
+    let bytes: usize = views.iter().flat_map(|strings| strings.iter()).map(str::len).sum();
+    format!("read {bytes} bytes, memory {before} pages then {}", memory_pages())
+}
+
 impl LoadBalancer for Hostile {
     fn update_load_balancer(&self, _cluster: &str, _service: &Service, nodes: &NodeSet<'_>) -> Result<(), Error> {
         let targets = nodes.provider_ids().iter().filter(|id| !id.is_empty()).count();
@@ -152,6 +175,7 @@ impl LoadBalancer for Hostile {
             "" => Ok(observed(format!("ok with {} nodes", nodes.len()))),
             "born" => Ok(observed(format!("born {}", self.born))),
             "clock" => Ok(observed(format!("{} {}", self.born_at, wasip2::clocks::monotonic_clock::now()))),
+            "read-nodes" => Ok(observed(read_nodes(nodes))),
             "spin" => spin(),
             "sleep" => {
                 std::thread::sleep(Duration::from_secs(3600));
