@@ -11,9 +11,14 @@
 //! Each provider's events may take only a share of the backlog, so that a
 //! provider whose every call fails cannot crowd out the events of the
 //! others and of the controllers' own: with `n` providers writing, each may
-//! hold `1/(n+1)` of it, half of it when there is one, so that a burst of
-//! one provider's events (every Service ensured at start) is written
-//! rather than dropped.
+//! hold `1/(n+1)` of it, half of it when there is one.
+//!
+//! Routine (`Normal`) events give way first: once [`ROUTINE_BACKLOG`]
+//! routine events wait, another is dropped, as upstream's broadcaster
+//! drops any event past its queue of 1000. In a burst (every Service
+//! ensured at start) the API server's time goes to the Services' status
+//! rather than to thousands of `EnsuringLoadBalancer` events, while
+//! warnings, which say what failed, may still fill the provider's share.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +38,8 @@ use tokio_stream::wrappers::ReceiverStream;
 
 /// Events waiting to be written; more are dropped, as upstream drops them.
 const BACKLOG: usize = 4096;
+/// Routine events waiting past which another is dropped: upstream's queue.
+const ROUTINE_BACKLOG: usize = 1000;
 /// Events written at once.
 const WRITERS: usize = 2;
 /// The most bytes of a note `events.k8s.io/v1` accepts; longer ones are cut,
@@ -92,6 +99,8 @@ pub struct Pending {
     /// Its place in its provider's share, given back when it is written
     /// or dropped.
     _place: Option<Place>,
+    /// Its place among the routine events waiting, when it is one.
+    _routine: Option<Place>,
 }
 
 /// How many of one provider's events wait to be written; clones share it.
@@ -142,13 +151,14 @@ impl Providers {
 impl Share {
     /// A place for one more event, unless the share is taken.
     fn take(&self) -> Option<Place> {
-        let limit = self.0.providers.limit();
-        let taken = self
-            .0
-            .count
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |waiting| (waiting < limit).then_some(waiting + 1));
-        taken.is_ok().then(|| Place(self.0.count.clone()))
+        take_place(&self.0.count, self.0.providers.limit())
     }
+}
+
+/// A place among the events `waiting` counts, unless `limit` wait already.
+fn take_place(waiting: &Arc<AtomicUsize>, limit: usize) -> Option<Place> {
+    let taken = waiting.fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| (count < limit).then_some(count + 1));
+    taken.is_ok().then(|| Place(waiting.clone()))
 }
 
 /// One waiting event's place in its provider's share.
@@ -271,6 +281,8 @@ pub struct Events {
     queue: mpsc::Sender<Pending>,
     providers: Arc<Providers>,
     provider: Option<(Arc<str>, Share)>,
+    /// Routine events waiting, whoever published them.
+    routine: Arc<AtomicUsize>,
 }
 
 impl Events {
@@ -296,7 +308,7 @@ impl Events {
                 })
                 .await;
         });
-        Events { queue, providers: Arc::default(), provider: None }
+        Events { queue, providers: Arc::default(), provider: None, routine: Arc::default() }
     }
 
     /// The same writer, for events of work done with the provider `name`,
@@ -305,11 +317,26 @@ impl Events {
     pub fn for_provider(&self, name: &str) -> Events {
         let name: Arc<str> = Arc::from(name);
         let share = self.providers.share(&name);
-        Events { queue: self.queue.clone(), providers: self.providers.clone(), provider: Some((name, share)) }
+        Events {
+            queue: self.queue.clone(),
+            providers: self.providers.clone(),
+            provider: Some((name, share)),
+            routine: self.routine.clone(),
+        }
     }
 
     /// Records an event about `reference`.
     pub fn publish(&self, reference: ObjectReference, type_: EventType, reason: &str, note: String) {
+        let routine = match type_ {
+            EventType::Warning => None,
+            EventType::Normal => {
+                let Some(place) = take_place(&self.routine, ROUTINE_BACKLOG) else {
+                    tracing::debug!(reason, "{ROUTINE_BACKLOG} routine events wait to be written, dropping one");
+                    return;
+                };
+                Some(place)
+            }
+        };
         let (provider, place) = match &self.provider {
             None => (None, None),
             Some((name, share)) => {
@@ -320,7 +347,8 @@ impl Events {
                 (Some(name.clone()), Some(place))
             }
         };
-        let pending = Pending { reference, type_, reason: reason.to_owned(), note, provider, _place: place };
+        let pending =
+            Pending { reference, type_, reason: reason.to_owned(), note, provider, _place: place, _routine: routine };
         if self.queue.try_send(pending).is_err() {
             tracing::debug!(reason, "event backlog full, dropping an event");
         }
@@ -347,7 +375,7 @@ impl Events {
     /// Events kept for a test to read rather than written.
     pub fn recorder() -> (Self, mpsc::Receiver<Pending>) {
         let (queue, pending) = mpsc::channel::<Pending>(BACKLOG);
-        (Events { queue, providers: Arc::default(), provider: None }, pending)
+        (Events { queue, providers: Arc::default(), provider: None, routine: Arc::default() }, pending)
     }
 
     /// The events `pending` has received so far.
@@ -426,6 +454,26 @@ mod tests {
         let gone_and_back = events.for_provider("b");
         flood(&gone_and_back, "b");
         assert_eq!(Events::recorded(&mut pending).len(), BACKLOG / 2, "a provider gone no longer counts");
+    }
+
+    #[test]
+    fn routine_events_give_way_past_upstream_s_queue_and_warnings_do_not() {
+        let (events, mut pending) = Events::recorder();
+        let provider = events.for_provider("a");
+        let reference = ObjectReference { name: Some("web".into()), ..ObjectReference::default() };
+        for _ in 0..ROUTINE_BACKLOG + 10 {
+            provider.normal(reference.clone(), "EnsuringLoadBalancer", "ensuring");
+        }
+        events.normal(reference.clone(), "Synced", "node");
+        for _ in 0..10 {
+            provider.warning(reference.clone(), "SyncLoadBalancerFailed", "quota");
+        }
+        let recorded = Events::recorded(&mut pending);
+        assert_eq!(count(&recorded, "EnsuringLoadBalancer"), ROUTINE_BACKLOG, "routine events up to the queue");
+        assert_eq!(count(&recorded, "Synced"), 0, "the controllers' routine events give way too");
+        assert_eq!(count(&recorded, "SyncLoadBalancerFailed"), 10, "warnings still find room");
+        provider.normal(reference, "EnsuringLoadBalancer", "again");
+        assert_eq!(Events::recorded(&mut pending).len(), 1, "written events make room for routine ones");
     }
 
     #[test]

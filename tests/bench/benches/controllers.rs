@@ -132,9 +132,10 @@ impl Contender {
             }
             upstream => {
                 let mut command = Command::new(upstream_binary()?);
+                // Leader election stays on, as for wasm-ccm and as both run
+                // in production: each takes its lease before it starts.
                 command.arg(format!("--kubeconfig={}", kubeconfig.display())).args([
                     "--cloud-provider=fake",
-                    "--leader-elect=false",
                     "--secure-port=0",
                     "--allocate-node-cidrs=false",
                     "--configure-cloud-routes=false",
