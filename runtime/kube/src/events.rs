@@ -15,10 +15,10 @@
 //!
 //! Routine (`Normal`) events give way first: once [`ROUTINE_BACKLOG`]
 //! routine events wait, another is dropped, as upstream's broadcaster
-//! drops any event past its queue of 1000. In a burst (every Service
-//! ensured at start) the API server's time goes to the Services' status
-//! rather than to thousands of `EnsuringLoadBalancer` events, while
-//! warnings, which say what failed, may still fill the provider's share.
+//! drops any event past its queue of 1000. A burst (every Service ensured
+//! at start) then spares the API server about as many routine writes as
+//! upstream's does, while warnings, which say what failed, may still fill
+//! the provider's share.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
