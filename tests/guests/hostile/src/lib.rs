@@ -125,7 +125,7 @@ fn count_marked(address: usize, len: usize) -> usize {
 #[cfg(target_arch = "wasm32")]
 fn grow_to(end: usize) {
     const PAGE: usize = 64 << 10;
-    let pages = core::arch::wasm32::memory_size(0);
+    let pages = memory_pages();
     if end > pages * PAGE {
         core::arch::wasm32::memory_grow(0, end.div_ceil(PAGE) - pages);
     }
