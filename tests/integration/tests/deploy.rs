@@ -1077,6 +1077,15 @@ async fn the_configmap_rule_covers_loading_the_provider_through_the_api() {
     // The signature is the sibling key provider.wasm.sig of the ConfigMap.
     let replica = cluster.replica_without(pod_name, &[("--provider", location)], &["--provider-signature"]);
     cluster.wait_ready(&replica, pod_name).await;
+    // Ready does not wait for the reload watch: the source starts it after
+    // the load, so a replica stopped at once may not have made it yet.
+    wait("the replica to watch its ConfigMap", async || {
+        let (used, _) = cluster.requests();
+        used.iter()
+            .any(|(group, resource, verb, _)| group.is_empty() && resource == "configmaps" && verb == "watch")
+            .then_some(())
+    })
+    .await;
     cluster.stop(replica).await;
 
     let (used, denied) = cluster.requests();
