@@ -1193,6 +1193,18 @@ async fn each_controller_acts_as_its_own_service_account() {
     assert!(args.contains(&"--use-service-account-credentials=true".to_owned()), "{args:?}");
 
     web_gets_an_ingress(&admin).await;
+    let web = Api::<Service>::namespaced(admin.clone(), "default").get("web").await.unwrap();
+    let managers: BTreeSet<(&str, Option<&str>)> = web
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|fields| (fields.manager.as_deref().unwrap_or_default(), fields.subresource.as_deref()))
+        .collect();
+    assert!(
+        managers.contains(&("wasm-ccm", Some("status"))),
+        "the status's field manager names wasm-ccm: {managers:?}"
+    );
     wait("node-a initialised and routed", async || {
         let node = serde_json::to_value(nodes.get("node-a").await.ok()?).ok()?;
         (node["spec"]["providerID"] == "fake://i-a" && network_available(&node)).then_some(())

@@ -12,6 +12,8 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 use governor::Quota;
+use http::HeaderValue;
+use http::header::USER_AGENT;
 use kube::Client;
 use kube::client::ClientBuilder;
 use kube::config::{AuthInfo, Config, KubeConfigOptions, Kubeconfig};
@@ -20,6 +22,10 @@ use tokio_util::sync::CancellationToken;
 use self::rate_limit::RateLimitLayer;
 use self::reachability::ReachabilityLayer;
 use self::service_account::BearerLayer;
+
+/// Who makes the requests, as client-go's `<program>/<version>`: the API
+/// server takes the part before the slash as the writes' field manager.
+const USER_AGENT_VALUE: &str = concat!("wasm-ccm/", env!("CARGO_PKG_VERSION"));
 
 /// Why no client could be made.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +114,9 @@ impl Clients {
         if let Some(master) = &settings.master {
             config.cluster_url = master.parse().map_err(|err| ClientError::Master(master.to_owned(), err))?;
         }
+        // The API server names the field manager of every write after it,
+        // and audit logs show it.
+        config.headers.push((USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE)));
         let quota = Quota::per_second(NonZeroU32::new(settings.qps).ok_or(ClientError::RateLimit)?)
             .allow_burst(NonZeroU32::new(settings.burst).ok_or(ClientError::RateLimit)?);
         let reachability = ReachabilityLayer::default();
