@@ -110,6 +110,7 @@ impl ControlPlane {
         let manifest = rbac::manifest();
         let text = std::fs::read_to_string(&manifest).map_err(EnvtestError::file(&manifest))?;
         plane.apply_rbac(&text, &manifest).await?;
+        plane.apply_rbac(rbac::UPSTREAM_BINDING, Path::new(file!())).await?;
         plane.wait_for_rbac().await?;
         Ok(plane)
     }
@@ -185,18 +186,22 @@ impl ControlPlane {
         }
     }
 
-    /// Waits until the RBAC just applied lets the controller manager list
-    /// nodes: the authorizer learns of new bindings through its own watch.
+    /// Waits until the RBAC just applied lets both controller managers
+    /// list nodes: the authorizer learns of new bindings through its own
+    /// watch.
     async fn wait_for_rbac(&self) -> Result<(), EnvtestError> {
-        let nodes: Api<Node> = Api::all(self.client(Identity::CloudControllerManager).await?);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            match nodes.list(&ListParams::default().limit(1)).await {
-                Ok(_) => return Ok(()),
-                Err(err) if tokio::time::Instant::now() >= deadline => return Err(err.into()),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        for identity in [Identity::CloudControllerManager, Identity::UpstreamControllerManager] {
+            let nodes: Api<Node> = Api::all(self.client(identity).await?);
+            loop {
+                match nodes.list(&ListParams::default().limit(1)).await {
+                    Ok(_) => break,
+                    Err(err) if tokio::time::Instant::now() >= deadline => return Err(err.into()),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
             }
         }
+        Ok(())
     }
 
     /// Applies the RBAC objects of the YAML stream `text`, read from

@@ -13,8 +13,11 @@ pub enum Identity {
     /// `kube-system/cloud-controller-manager`, allowed exactly what
     /// `deploy/rbac.yaml` grants.
     CloudControllerManager,
-    /// Another administrator, for upstream's controller manager in
-    /// side-by-side runs, so that its requests are audited apart.
+    /// Upstream's controller manager in side-by-side runs: a ServiceAccount
+    /// of `kube-system` too, so that priority and fairness and the
+    /// authorizer treat its requests as they treat wasm-ccm's, bound to
+    /// `cluster-admin` so that none is refused; its requests are audited
+    /// apart.
     UpstreamControllerManager,
 }
 
@@ -28,15 +31,17 @@ impl Identity {
         match self {
             Identity::Admin => "envtest-admin",
             Identity::CloudControllerManager => "system:serviceaccount:kube-system:cloud-controller-manager",
-            Identity::UpstreamControllerManager => "upstream-cloud-controller-manager",
+            Identity::UpstreamControllerManager => {
+                "system:serviceaccount:kube-system:upstream-cloud-controller-manager"
+            }
         }
     }
 
     /// The groups the API server puts the user in, comma-separated.
     pub fn groups(self) -> &'static str {
         match self {
-            Identity::Admin | Identity::UpstreamControllerManager => "system:masters,system:authenticated",
-            Identity::CloudControllerManager => {
+            Identity::Admin => "system:masters,system:authenticated",
+            Identity::CloudControllerManager | Identity::UpstreamControllerManager => {
                 "system:serviceaccounts,system:serviceaccounts:kube-system,system:authenticated"
             }
         }

@@ -20,6 +20,24 @@ pub(crate) fn manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/rbac.yaml")
 }
 
+/// What [`Identity::UpstreamControllerManager`](crate::Identity) is
+/// granted: everything, as no manifest of this repository describes what
+/// upstream's controller manager needs.
+pub(crate) const UPSTREAM_BINDING: &str = r#"
+kind: ClusterRoleBinding
+apiVersion: rbac.authorization.k8s.io/v1
+metadata:
+  name: upstream-cloud-controller-manager
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cluster-admin
+subjects:
+  - kind: ServiceAccount
+    name: upstream-cloud-controller-manager
+    namespace: kube-system
+"#;
+
 /// Applies the RBAC objects of the YAML stream `text` (other kinds are
 /// skipped), namespaced ones in their namespace or else `kube-system`.
 pub(crate) async fn apply(client: &Client, text: &str, origin: &Path) -> Result<(), EnvtestError> {
