@@ -277,9 +277,11 @@ impl<C: Cloud> ServiceSync<C> {
             return Ok(());
         }
         let ingress = desired.ingress.as_ref().filter(|ingress| !ingress.is_empty());
-        let patch = json!({"status": {"loadBalancer": {"ingress": ingress}}});
-        let patched =
-            self.api(service).patch_status(&name(service), &PatchParams::default(), &Patch::Merge(patch)).await;
+        // A strategic merge patch, as upstream's: the ingress list has no
+        // merge key, so it is replaced as a merge patch would, and the API
+        // server applies it with less work (RESULTS.md).
+        let patch = Patch::Strategic(json!({"status": {"loadBalancer": {"ingress": ingress}}}));
+        let patched = self.api(service).patch_status(&name(service), &PatchParams::default(), &patch).await;
         match patched.map_err(Error::api("failed to update load balancer status")) {
             Ok(updated) => {
                 let kept = updated.status.and_then(|status| status.load_balancer).unwrap_or_default();
