@@ -1,0 +1,132 @@
+//! What the API server spends on the write the service controller makes
+//! most, a Service's ingress written into its status, by the form of the
+//! write: a JSON merge patch or a strategic merge patch (upstream's), to a
+//! Service that carries wasm-ccm's ownership record (the finalizer, the
+//! provider annotation and the owner condition) or only upstream's
+//! finalizer.
+//!
+//! On a real kube-apiserver, as wasm-ccm's ServiceAccount: 1000 Services
+//! of each kind, then rounds of 1000 patches, 20 at once, the four forms in
+//! turn. Reported: the API server's and etcd's CPU seconds per round, and
+//! their mean per form.
+//!
+//! Needs etcd and kube-apiserver (`KUBEBUILDER_ASSETS` or
+//! `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`); `BENCH_ROUNDS` sets the
+//! rounds of each form (default 6).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use wasm_ccm_bench::cpu_time;
+use wasm_ccm_bench::services::{create_all, service};
+use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
+
+/// Services of each kind, and patches per round.
+const SERVICES: usize = 1000;
+
+/// Patches sent at once, as the service controller's 20 workers.
+const AT_ONCE: usize = 20;
+
+/// What a Service carries before its ingress is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Claim {
+    /// wasm-ccm's: the finalizer, the provider annotation and the owner
+    /// condition, as `ownership::claim_patch` writes them.
+    OwnershipRecord,
+    /// Upstream's: the finalizer alone.
+    Finalizer,
+}
+
+impl Claim {
+    /// The status patch that claims a Service.
+    fn patch(self) -> Value {
+        let finalizers = json!(["service.kubernetes.io/load-balancer-cleanup"]);
+        match self {
+            Claim::OwnershipRecord => json!({
+                "metadata": {
+                    "finalizers": finalizers,
+                    "annotations": {"wasm-ccm.io/load-balancer-provider": "bench"},
+                },
+                "status": {"conditions": [{
+                    "type": "wasm-ccm.io/LoadBalancerProvider",
+                    "status": "True",
+                    "reason": "Ensured",
+                    "message": "bench",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }]},
+            }),
+            Claim::Finalizer => json!({"metadata": {"finalizers": finalizers}}),
+        }
+    }
+
+    /// The first index of its Services.
+    fn first(self) -> usize {
+        match self {
+            Claim::OwnershipRecord => 0,
+            Claim::Finalizer => SERVICES,
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let Some(assets) = Assets::find_or_skip("the status writes benchmark")? else {
+        return Ok(());
+    };
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().map(|rounds| rounds.parse()).transpose()?.unwrap_or(6);
+    let plane = ControlPlane::start(&assets, Options { audit: false }).await?;
+    let admin: Api<Service> = Api::namespaced(plane.client(Identity::Admin).await?, "default");
+    let services: Api<Service> = Api::namespaced(plane.client(Identity::CloudControllerManager).await?, "default");
+    create_all(&admin, (0..2 * SERVICES).map(service).collect()).await?;
+    for claim in [Claim::OwnershipRecord, Claim::Finalizer] {
+        patch_all(&services, claim, |_| Patch::Strategic(claim.patch())).await?;
+    }
+
+    let server_cpu = || {
+        let apiserver = plane.apiserver_pid().map(|pid| cpu_time(&pid.to_string())).unwrap_or_default();
+        (apiserver + cpu_time(&plane.etcd_pid().to_string())).as_secs_f64()
+    };
+    let mut spent: BTreeMap<(Claim, &str), Vec<f64>> = BTreeMap::new();
+    for round in 0..rounds {
+        for claim in [Claim::OwnershipRecord, Claim::Finalizer] {
+            for form in ["merge", "strategic"] {
+                let (before, started) = (server_cpu(), Instant::now());
+                patch_all(&services, claim, |index| {
+                    let ip = format!("10.{}.{}.{}", round % 250, index / 250, index % 250);
+                    let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}});
+                    if form == "merge" { Patch::Merge(status) } else { Patch::Strategic(status) }
+                })
+                .await?;
+                let cpu = server_cpu() - before;
+                println!("round {round}: {claim:?}, {form} patch: {cpu:.2} s of CPU in {:.2?}", started.elapsed());
+                spent.entry((claim, form)).or_default().push(cpu);
+            }
+        }
+    }
+
+    println!("\n| Service carries | patch | API server + etcd CPU per {SERVICES} patches (mean) | rounds |");
+    println!("|---|---|---|---|");
+    for ((claim, form), cpu) in &spent {
+        let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
+        let each: Vec<String> = cpu.iter().map(|seconds| format!("{seconds:.2}")).collect();
+        println!("| {claim:?} | {form} | {mean:.2} s | {} |", each.join(", "));
+    }
+    Ok(())
+}
+
+/// Patches the status of every Service of `claim`'s kind with `patch` of
+/// its index, [`AT_ONCE`] at a time.
+async fn patch_all(services: &Api<Service>, claim: Claim, patch: impl Fn(usize) -> Patch<Value>) -> anyhow::Result<()> {
+    let patches = (claim.first()..claim.first() + SERVICES).map(|index| {
+        let name = service(index).metadata.name.unwrap_or_default();
+        let patch = patch(index);
+        async move { services.patch_status(&name, &PatchParams::default(), &patch).await }
+    });
+    let results: Vec<_> = futures::stream::iter(patches).buffer_unordered(AT_ONCE).collect().await;
+    results.into_iter().try_for_each(|result| result.map(drop))?;
+    Ok(())
+}
