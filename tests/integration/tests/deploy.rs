@@ -1157,7 +1157,8 @@ async fn web_gets_an_ingress(admin: &kube::Client) {
 /// its RBAC: each controller writes as its own ServiceAccount, made by
 /// wasm-ccm with a token from the TokenRequest API, and wasm-ccm's own
 /// identity, which the component leaves only reads, events, leader election
-/// and those tokens, writes no node or Service.
+/// and those tokens, writes no node or Service. Whichever identity writes,
+/// the API server names `wasm-ccm` as the writes' field manager.
 #[tokio::test(flavor = "multi_thread")]
 async fn each_controller_acts_as_its_own_service_account() {
     let Some(Backend::Real(assets)) = Backend::real("deploy::each_controller_acts_as_its_own_service_account") else {
