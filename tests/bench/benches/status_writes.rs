@@ -19,10 +19,13 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use wasm_ccm_bench::cpu_time;
 use wasm_ccm_bench::services::{create_all, service};
+use wasm_ccm_controllers::claim_patch;
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 
 /// Services of each kind, and patches per round.
@@ -35,31 +38,36 @@ const AT_ONCE: usize = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Claim {
     /// wasm-ccm's: the finalizer, the provider annotation and the owner
-    /// condition, as `ownership::claim_patch` writes them.
+    /// condition, as [`claim_patch`] writes them.
     OwnershipRecord,
     /// Upstream's: the finalizer alone.
     Finalizer,
 }
 
+/// How the ingress is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Form {
+    /// A JSON merge patch.
+    Merge,
+    /// A strategic merge patch, as upstream writes it and wasm-ccm does.
+    Strategic,
+}
+
+impl Form {
+    fn patch(self, status: Value) -> Patch<Value> {
+        match self {
+            Form::Merge => Patch::Merge(status),
+            Form::Strategic => Patch::Strategic(status),
+        }
+    }
+}
+
 impl Claim {
     /// The status patch that claims a Service.
     fn patch(self) -> Value {
-        let finalizers = json!(["service.kubernetes.io/load-balancer-cleanup"]);
         match self {
-            Claim::OwnershipRecord => json!({
-                "metadata": {
-                    "finalizers": finalizers,
-                    "annotations": {"wasm-ccm.io/load-balancer-provider": "bench"},
-                },
-                "status": {"conditions": [{
-                    "type": "wasm-ccm.io/LoadBalancerProvider",
-                    "status": "True",
-                    "reason": "Ensured",
-                    "message": "bench",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }]},
-            }),
-            Claim::Finalizer => json!({"metadata": {"finalizers": finalizers}}),
+            Claim::OwnershipRecord => claim_patch("bench", Time(Timestamp::now())),
+            Claim::Finalizer => json!({"metadata": {"finalizers": ["service.kubernetes.io/load-balancer-cleanup"]}}),
         }
     }
 
@@ -90,19 +98,18 @@ async fn main() -> anyhow::Result<()> {
         let apiserver = plane.apiserver_pid().map(|pid| cpu_time(&pid.to_string())).unwrap_or_default();
         (apiserver + cpu_time(&plane.etcd_pid().to_string())).as_secs_f64()
     };
-    let mut spent: BTreeMap<(Claim, &str), Vec<f64>> = BTreeMap::new();
+    let mut spent: BTreeMap<(Claim, Form), Vec<f64>> = BTreeMap::new();
     for round in 0..rounds {
         for claim in [Claim::OwnershipRecord, Claim::Finalizer] {
-            for form in ["merge", "strategic"] {
+            for form in [Form::Merge, Form::Strategic] {
                 let (before, started) = (server_cpu(), Instant::now());
                 patch_all(&services, claim, |index| {
                     let ip = format!("10.{}.{}.{}", round % 250, index / 250, index % 250);
-                    let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}});
-                    if form == "merge" { Patch::Merge(status) } else { Patch::Strategic(status) }
+                    form.patch(json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}))
                 })
                 .await?;
                 let cpu = server_cpu() - before;
-                println!("round {round}: {claim:?}, {form} patch: {cpu:.2} s of CPU in {:.2?}", started.elapsed());
+                println!("round {round}: {claim:?}, {form:?} patch: {cpu:.2} s of CPU in {:.2?}", started.elapsed());
                 spent.entry((claim, form)).or_default().push(cpu);
             }
         }
@@ -113,7 +120,7 @@ async fn main() -> anyhow::Result<()> {
     for ((claim, form), cpu) in &spent {
         let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
         let each: Vec<String> = cpu.iter().map(|seconds| format!("{seconds:.2}")).collect();
-        println!("| {claim:?} | {form} | {mean:.2} s | {} |", each.join(", "));
+        println!("| {claim:?} | {form:?} | {mean:.2} s | {} |", each.join(", "));
     }
     Ok(())
 }
