@@ -7,6 +7,7 @@
 mod rate_limit;
 pub mod reachability;
 mod service_account;
+mod stack;
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -15,7 +16,6 @@ use governor::Quota;
 use http::HeaderValue;
 use http::header::USER_AGENT;
 use kube::Client;
-use kube::client::ClientBuilder;
 use kube::config::{AuthInfo, Config, KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
@@ -120,10 +120,7 @@ impl Clients {
         let quota = Quota::per_second(NonZeroU32::new(settings.qps).ok_or(ClientError::RateLimit)?)
             .allow_burst(NonZeroU32::new(settings.burst).ok_or(ClientError::RateLimit)?);
         let reachability = ReachabilityLayer::default();
-        let root = ClientBuilder::try_from(config.clone())?
-            .with_layer(&reachability)
-            .with_layer(&RateLimitLayer::new(quota))
-            .build();
+        let root = stack::builder(&config)?.with_layer(&reachability).with_layer(&RateLimitLayer::new(quota)).build();
         let per_controller = settings.per_controller_identity.then_some(PerController { config, quota, reachability });
         Ok(Clients { root, per_controller })
     }
@@ -153,7 +150,7 @@ impl Clients {
         let token = service_account::token(&self.root, name, stop).await.map_err(error)?;
         let mut config = own.config.clone();
         config.auth_info = AuthInfo::default();
-        Ok(ClientBuilder::try_from(config)?
+        Ok(stack::builder(&config)?
             .with_layer(&BearerLayer(token))
             .with_layer(&own.reachability)
             .with_layer(&RateLimitLayer::new(own.quota))
