@@ -202,7 +202,7 @@ impl Cluster {
         let read =
             Kubeconfig::read_from(kubeconfig).with_context(|| format!("cannot read {}", kubeconfig.display()))?;
         let config = kube::Config::from_custom_kubeconfig(read, &KubeConfigOptions::default()).await?;
-        let client = kube::Client::try_from(config)?;
+        let client = wasm_ccm_kube::client::unlimited(config)?;
         let nodes = Api::<Node>::all(client.clone())
             .list(&ListParams::default())
             .await

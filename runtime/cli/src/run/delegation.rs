@@ -259,7 +259,7 @@ async fn client(path: Option<&PathBuf>, master: Option<&str>, flag: &str) -> any
     if let Some(master) = master {
         config.cluster_url = master.parse().with_context(|| format!("--master {master:?} is not a URL"))?;
     }
-    Ok(kube::Client::try_from(config)?)
+    Ok(wasm_ccm_kube::client::unlimited(config)?)
 }
 
 /// The admin server's middleware: serves a request only when

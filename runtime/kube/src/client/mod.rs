@@ -27,6 +27,23 @@ use self::service_account::BearerLayer;
 /// server takes the part before the slash as the writes' field manager.
 const USER_AGENT_VALUE: &str = concat!("wasm-ccm/", env!("CARGO_PKG_VERSION"));
 
+/// A client for `config` on the controllers' HTTP stack, naming itself as
+/// they do, without their rate limit: for the admin server's delegated
+/// checks and other requests outside the controllers'.
+///
+/// # Errors
+/// When the TLS settings or the credentials of `config` are bad.
+pub fn unlimited(mut config: Config) -> Result<Client, kube::Error> {
+    name_the_agent(&mut config);
+    Ok(stack::builder(&config)?.build())
+}
+
+/// Sends the user agent: the API server names the field manager of every
+/// write after it, and audit logs show it.
+fn name_the_agent(config: &mut Config) {
+    config.headers.push((USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE)));
+}
+
 /// Why no client could be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -114,9 +131,7 @@ impl Clients {
         if let Some(master) = &settings.master {
             config.cluster_url = master.parse().map_err(|err| ClientError::Master(master.to_owned(), err))?;
         }
-        // The API server names the field manager of every write after it,
-        // and audit logs show it.
-        config.headers.push((USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE)));
+        name_the_agent(&mut config);
         let quota = Quota::per_second(NonZeroU32::new(settings.qps).ok_or(ClientError::RateLimit)?)
             .allow_burst(NonZeroU32::new(settings.burst).ok_or(ClientError::RateLimit)?);
         let reachability = ReachabilityLayer::default();
