@@ -40,11 +40,10 @@ fn klog_level(verbosity: u8) -> &'static str {
     }
 }
 
-/// kube's client and watcher log every failed request and every watch retry
-/// (its HTTP layer at error level); the controllers log each failure once
-/// with its context, and an API server outage once, so those are off unless
-/// `--log-level` asks for them.
-const KUBE_QUIET: &str = "kube_client::client=error,kube_client::client::builder=off,kube_runtime::watcher=error";
+/// kube's client and watcher log every failed request and every watch retry;
+/// the controllers log each failure once with its context, and an API server
+/// outage once, so those are off unless `--log-level` asks for them.
+const KUBE_QUIET: &str = "kube_client::client=error,kube_runtime::watcher=error";
 
 /// Installs the process's log subscriber, writing to stderr, at
 /// `--log-level` or else `default_level`.

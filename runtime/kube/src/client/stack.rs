@@ -11,7 +11,7 @@
 //! The layers are kube-rs's own, from [`ConfigExt`], in kube-rs's order:
 //! the API server's URL, retries of 429, 503 and 504 responses, the
 //! kubeconfig's credentials, its extra headers, a span per request
-//! (tower-http's), and kube-rs's TLS and timeouts around the connector. Not
+//! (tower-http's, which logs no failure), and kube-rs's TLS and timeouts around the connector. Not
 //! kept: the expiry of an exec plugin's client certificate that kube-rs
 //! records in `Client::valid_until`, which nothing here reads. A
 //! configuration with a proxy gets kube-rs's stack as it is.
@@ -47,7 +47,9 @@ pub(super) fn builder(config: &Config) -> Result<ClientBuilder<Stack>, kube::Err
         .option_layer(config.default_retry.then(|| RetryLayer::new(RetryPolicy::server_retry())))
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
-        .layer(TraceLayer::new_for_http())
+        // Failures are not logged here: the controllers log each with its
+        // context, and an outage of the API server once.
+        .layer(TraceLayer::new_for_http().on_failure(()))
         .map_err(BoxError::from)
         .service(client)
         .map_response(|response| response.map(|body| Box::new(body.map_err(BoxError::from)) as Box<DynBody>))
