@@ -11,10 +11,10 @@
 //! The layers are kube-rs's own, from [`ConfigExt`], in kube-rs's order:
 //! the API server's URL, retries of 429, 503 and 504 responses, the
 //! kubeconfig's credentials, its extra headers, a span per request
-//! (tower-http's, which logs no failure), and kube-rs's TLS and timeouts around the connector. Not
-//! kept: the expiry of an exec plugin's client certificate that kube-rs
-//! records in `Client::valid_until`, which nothing here reads. A
-//! configuration with a proxy gets kube-rs's stack as it is.
+//! (tower-http's, which logs no failure), and kube-rs's TLS and timeouts
+//! around the connector. Not kept: the expiry of an exec plugin's client
+//! certificate that kube-rs records in `Client::valid_until`, which nothing
+//! here reads. A configuration with a proxy gets kube-rs's stack as it is.
 
 use http::{Request, Response};
 use http_body_util::BodyExt;
