@@ -65,10 +65,24 @@ pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, LoadError> {
     Ok(component)
 }
 
+/// What a compile does with the engine's compile cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caching {
+    /// Neither looks the code up nor stores it: code compiled once per
+    /// load, which the cache would only grow with.
+    Bypass,
+    /// Loads the code from the cache when it is there, and stores it when
+    /// it was compiled.
+    Use,
+    /// Stores the code it compiles without looking it up first: a lookup
+    /// of the same code missed just before.
+    Store,
+}
+
 /// Loads the component of `bytes`, whose sha256 is `digest` (hex), from the
-/// engine's compile cache when `cached`, or compiles it with the engine's
-/// compiler of `tier`; checks it is a provider of this contract and says
-/// where the code came from.
+/// engine's compile cache, or compiles it with the engine's compiler of
+/// `tier`, as `caching` says; checks it is a provider of this contract and
+/// says where the code came from.
 ///
 /// Only components that pass the checks are stored in the cache; an entry
 /// that does not verify or load is logged, compiled again and overwritten.
@@ -79,31 +93,23 @@ pub(crate) async fn compile_cached(
     engine: &Engine,
     bytes: Arc<[u8]>,
     digest: &str,
-    cached: bool,
+    caching: Caching,
     tier: Tier,
 ) -> Result<(Component, CacheOutcome), LoadError> {
     check_header(&bytes)?;
-    let backends = engine.backends(tier);
-    let caches: Vec<&Backend> = backends.iter().copied().filter(|backend| cached && backend.cache.is_some()).collect();
-    let mut outcome = if caches.is_empty() { CacheOutcome::Disabled } else { CacheOutcome::Miss };
-    for backend in &caches {
-        match blocking(backend, digest, |cache, engine, digest| cache.get(engine, digest)).await? {
-            Lookup::Hit(component) => {
-                check(&component)?;
-                tracing::debug!(digest = %format_args!("sha256:{digest}"), "loaded compiled code from the cache");
-                return Ok((component, CacheOutcome::Hit));
-            }
-            Lookup::Miss => {}
-            Lookup::Rejected(reason) => {
-                let entry = backend.cache.as_ref().map(|cache| cache.entry_path(&bytes)).unwrap_or_default();
-                tracing::warn!(entry = %entry.display(), %reason, "compile cache entry refused; compiling again");
-                outcome = CacheOutcome::Rejected;
-            }
-        }
-    }
-    let (component, compiled_by) = engine.compile_fresh(bytes, &backends).await?;
+    let outcome = match caching {
+        Caching::Use => match lookup(engine, &bytes, digest, tier).await? {
+            (Some(component), outcome) => return Ok((component, outcome)),
+            (None, outcome) => outcome,
+        },
+        Caching::Store if engine.compile_cache().is_some() => CacheOutcome::Miss,
+        Caching::Store | Caching::Bypass => CacheOutcome::Disabled,
+    };
+    let (component, compiled_by) = engine.compile_fresh(bytes, &engine.backends(tier)).await?;
     check(&component)?;
-    if let Some(backend) = caches.iter().find(|backend| backend.tier == compiled_by) {
+    let cache =
+        engine.backends(tier).into_iter().find(|backend| backend.tier == compiled_by && backend.cache.is_some());
+    if let Some(backend) = cache.filter(|_| caching != Caching::Bypass) {
         let stored = component.clone();
         match blocking(backend, digest, move |cache, _, digest| cache.put(digest, &stored)).await? {
             Ok(path) => tracing::debug!(entry = %path.display(), "stored compiled code in the cache"),
@@ -111,6 +117,40 @@ pub(crate) async fn compile_cached(
         }
     }
     Ok((component, outcome))
+}
+
+/// The code of `bytes` in the compile caches of `tier`'s compilers, the
+/// first that has it, without compiling: `Hit` with the component, `Miss`
+/// or `Rejected` (an entry that did not verify or load) without, and
+/// `Disabled` when the engine has no cache.
+///
+/// # Errors
+/// When the bytes are not a component, or the cache's entry is not a
+/// provider.
+pub(crate) async fn lookup(
+    engine: &Engine,
+    bytes: &[u8],
+    digest: &str,
+    tier: Tier,
+) -> Result<(Option<Component>, CacheOutcome), LoadError> {
+    check_header(bytes)?;
+    let mut outcome = CacheOutcome::Disabled;
+    for backend in engine.backends(tier).into_iter().filter(|backend| backend.cache.is_some()) {
+        match blocking(backend, digest, |cache, engine, digest| cache.get(engine, digest)).await? {
+            Lookup::Hit(component) => {
+                check(&component)?;
+                tracing::debug!(digest = %format_args!("sha256:{digest}"), "loaded compiled code from the cache");
+                return Ok((Some(component), CacheOutcome::Hit));
+            }
+            Lookup::Miss => outcome = outcome.and(CacheOutcome::Miss),
+            Lookup::Rejected(reason) => {
+                let entry = backend.cache.as_ref().map(|cache| cache.entry_path(bytes)).unwrap_or_default();
+                tracing::warn!(entry = %entry.display(), %reason, "compile cache entry refused; compiling again");
+                outcome = CacheOutcome::Rejected;
+            }
+        }
+    }
+    Ok((None, outcome))
 }
 
 /// Runs `work` on `backend`'s compile cache on a blocking thread: it reads

@@ -16,6 +16,7 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Stra
 use crate::cache::{CacheOutcome, CompileCache};
 use crate::compile_failures::CompileFailures;
 use crate::compiler::Compiler;
+use crate::component::Caching;
 use crate::error::LoadError;
 use crate::limits::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
 use crate::metrics::ProviderMetrics;
@@ -96,12 +97,14 @@ const TABLE_KEPT_RESIDENT: usize = 32 << 10;
 
 /// Which compiler a component's code comes from.
 ///
-/// Most code a host compiles runs once: the instrumented component whose
-/// instance runs `initialize` for the snapshot. Winch, a baseline compiler,
-/// compiles it in a fifth of Cranelift's CPU time (RESULTS.md); Cranelift
-/// compiles the code every call runs, the snapshot's.
+/// Winch, a baseline compiler, compiles in a fifth of Cranelift's CPU time
+/// (RESULTS.md) code that runs slower. It compiles what runs once, the
+/// instrumented component whose instance runs `initialize` for the
+/// snapshot, and the snapshot's code that calls run while Cranelift
+/// compiles the snapshot again in the background (see
+/// [`LoadedProvider::code`](crate::LoadedProvider::code)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tier {
+pub enum Tier {
     /// Winch: fast to compile, slower to run. A component it refuses (it
     /// lacks some proposals, such as tail calls) is compiled by Cranelift.
     Baseline,
@@ -110,8 +113,9 @@ pub(crate) enum Tier {
 }
 
 impl Tier {
-    /// A short, stable name for the compiler process's header and logs.
-    pub(crate) fn as_str(self) -> &'static str {
+    /// A short, stable name for the compiler process's header, logs and
+    /// status.
+    pub fn as_str(self) -> &'static str {
         match self {
             Tier::Baseline => "baseline",
             Tier::Optimizing => "optimizing",
@@ -282,10 +286,9 @@ impl Engine {
         self.inner.optimizing.cache.as_ref()
     }
 
-    /// Compiles `wasm` (or, when `cached`, loads it from the compile cache)
-    /// and checks it is a provider; a component that failed before fails
-    /// again at once. What is compiled once per load, such as a snapshot, is
-    /// not cached: the cache would only grow.
+    /// Compiles `wasm` with the compiler of `tier`, or loads its code from
+    /// the compile cache, as `caching` says, and checks it is a provider; a
+    /// component that failed before for `tier` fails again at once.
     ///
     /// # Errors
     /// When the component is too large, is not a provider, does not
@@ -293,7 +296,7 @@ impl Engine {
     pub(crate) async fn compile(
         &self,
         wasm: Arc<[u8]>,
-        cached: bool,
+        caching: Caching,
         tier: Tier,
     ) -> Result<(Component, CacheOutcome), LoadError> {
         let limit = self.inner.settings.max_component_size;
@@ -301,15 +304,26 @@ impl Engine {
             return Err(LoadError::TooLarge { size: wasm.len(), limit });
         }
         let digest = format!("{:x}", Sha256::digest(&wasm));
-        if let Some(err) = self.inner.failures.recall(&digest) {
+        if let Some(err) = self.inner.failures.recall(tier, &digest) {
             tracing::debug!(digest = %format_args!("sha256:{digest}"), "not compiling again a component that failed: {err}");
             return Err(err);
         }
-        let compiled = crate::component::compile_cached(self, wasm, &digest, cached, tier).await;
+        let compiled = crate::component::compile_cached(self, wasm, &digest, caching, tier).await;
         if let Err(err) = &compiled {
-            self.inner.failures.remember(&digest, err);
+            self.inner.failures.remember(tier, &digest, err);
         }
         compiled
+    }
+
+    /// The code of `wasm` for `tier` from the compile cache, without
+    /// compiling it: see [`component::lookup`](crate::component::lookup).
+    ///
+    /// # Errors
+    /// When `wasm` is not a component, or the cache's entry is not a
+    /// provider.
+    pub(crate) async fn cached(&self, wasm: &[u8], tier: Tier) -> Result<(Option<Component>, CacheOutcome), LoadError> {
+        let digest = format!("{:x}", Sha256::digest(wasm));
+        crate::component::lookup(self, wasm, &digest, tier).await
     }
 
     /// Compiles `wasm` with the engine's compiler once it has a turn,

@@ -39,7 +39,7 @@ mod wasi;
 pub use cache::{CacheOutcome, CompileCache};
 pub use compiler::{ChildCompiler, Compiler};
 pub use credentials::{Credentials, CredentialsError, Role, Seal, SealedOrigin, UseRefused};
-pub use engine::{Allocation, Engine, EngineSettings};
+pub use engine::{Allocation, Engine, EngineSettings, Tier};
 pub use error::LoadError;
 pub use files::{Confinement, FileError, MAX_INPUT_FILE};
 pub use handle::ProviderHandle;

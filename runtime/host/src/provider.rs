@@ -3,19 +3,22 @@
 //! calls, a memory limit, an HTTP request rate shared by its calls, and
 //! every failure turned into a [`ProviderError`].
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 use wasm_ccm_cloud::{Function, NodeSet, ProviderError, ProviderInfo};
-use wasmtime::component::{HasSelf, Instance, Linker, Resource, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Instance, Linker, Resource, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{self, CloudProvider, CloudProviderPre};
 use crate::cache::CacheOutcome;
+use crate::component::Caching;
 use crate::compute::ComputeShare;
 use crate::credentials::{Credentials, CredentialsImport};
 use crate::engine::{EPOCH_TICK, Engine, Tier};
@@ -113,6 +116,33 @@ pub enum Start {
     Initializing,
 }
 
+/// The code a provider's calls run.
+struct CallCode {
+    pre: CloudProviderPre<CallState>,
+    tier: Tier,
+    /// Cranelift is compiling the code that replaces this.
+    replacing: bool,
+}
+
+impl CallCode {
+    /// Code linked from `pre`, of the compiler whose engine it belongs to.
+    fn new(engine: &Engine, pre: CloudProviderPre<CallState>) -> Self {
+        let optimized = wasmtime::Engine::same(pre.instance_pre().engine(), engine.wasmtime());
+        CallCode { pre, tier: if optimized { Tier::Optimizing } else { Tier::Baseline }, replacing: false }
+    }
+}
+
+/// Cranelift compiling the code that replaces Winch's for a provider's
+/// calls; stopped when the provider is dropped, so that a provider replaced
+/// before its code is ready stops taking a compile turn.
+struct TierUp(AbortHandle);
+
+impl Drop for TierUp {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// A compiled, checked and started provider.
 ///
 /// Its calls share one bucket of [`Limits::http_requests`]. A provider
@@ -122,7 +152,9 @@ pub enum Start {
 pub struct LoadedProvider {
     name: Arc<str>,
     engine: Engine,
-    pre: CloudProviderPre<CallState>,
+    /// The code its calls run: a call takes what is there when it starts.
+    code: Arc<watch::Sender<CallCode>>,
+    tier_up: Option<TierUp>,
     config: Arc<[u8]>,
     cluster_name: String,
     credentials: Arc<Credentials>,
@@ -162,7 +194,7 @@ impl LoadedProvider {
                 (None, spec.wasm.clone(), Tier::Optimizing)
             }
         };
-        let (pre, cache_outcome) = prepare(engine, wasm, true, tier).await?;
+        let (pre, cache_outcome) = prepare(engine, wasm, Caching::Use, tier).await?;
         let outbound = Outbound::new(
             spec.allow_list,
             BodyLimits { request: spec.limits.http_request_body, response: spec.limits.http_response_body },
@@ -176,7 +208,8 @@ impl LoadedProvider {
         let mut provider = LoadedProvider {
             name: spec.name.into(),
             engine: engine.clone(),
-            pre,
+            code: Arc::new(watch::Sender::new(CallCode::new(engine, pre))),
+            tier_up: None,
             config: spec.config,
             cluster_name: spec.cluster_name,
             credentials: Arc::new(spec.credentials),
@@ -203,9 +236,10 @@ impl LoadedProvider {
         if let Some(snapshot) = snapshot {
             // A seeded snapshot is the same for the same provider and
             // configuration: the compile cache keeps it for the next load.
-            match prepare(engine, snapshot.into(), seed.is_some(), Tier::Optimizing).await {
-                Ok((pre, outcome)) => {
-                    (provider.pre, provider.start) = (pre, Start::FromSnapshot);
+            let caching = if seed.is_some() { Caching::Use } else { Caching::Bypass };
+            match provider.serve_snapshot(snapshot.into(), caching).await {
+                Ok(outcome) => {
+                    provider.start = Start::FromSnapshot;
                     provider.compiled = provider.compiled.and(outcome);
                 }
                 Err(err) => tracing::warn!(
@@ -214,12 +248,10 @@ impl LoadedProvider {
                 ),
             }
         }
-        if provider.start == Start::Initializing
-            && !wasmtime::Engine::same(provider.engine_of_calls(), engine.wasmtime())
-        {
+        if provider.start == Start::Initializing && provider.code() == Tier::Baseline {
             // Its calls would run the code compiled to run once.
-            let (pre, outcome) = prepare(engine, spec.wasm, true, Tier::Optimizing).await?;
-            provider.pre = pre;
+            let (pre, outcome) = prepare(engine, spec.wasm, Caching::Use, Tier::Optimizing).await?;
+            provider.code.send_replace(CallCode::new(engine, pre));
             provider.compiled = provider.compiled.and(outcome);
         }
         engine.metrics().compile(&provider.name, provider.compiled);
@@ -229,6 +261,27 @@ impl LoadedProvider {
     /// How its calls start.
     pub fn start_kind(&self) -> Start {
         self.start
+    }
+
+    /// Which compiler's code its calls run now. A load that does not find
+    /// Cranelift's code of the snapshot in the compile cache serves at once
+    /// with Winch's, which compiles in a fraction of the time and runs
+    /// slower, while Cranelift compiles the snapshot in the background
+    /// (within the engine's compile turns and timeout); calls that start
+    /// after that run Cranelift's. A provider dropped first stops the
+    /// compile.
+    pub fn code(&self) -> Tier {
+        self.code.borrow().tier
+    }
+
+    /// Waits until no compile is replacing the code its calls run, and says
+    /// whose code they run: Cranelift's, or Winch's for good when
+    /// Cranelift's compile failed (a warning says why).
+    pub async fn settled_code(&self) -> Tier {
+        let mut code = self.code.subscribe();
+        let settled = code.wait_for(|code| !code.replacing).await.map(|code| code.tier);
+        // The sender lives as long as `self`.
+        settled.unwrap_or_else(|_| self.code())
     }
 
     /// What the provider said about itself when it started.
@@ -253,9 +306,37 @@ impl LoadedProvider {
         &self.limits
     }
 
-    /// The wasmtime engine of the code its calls run.
-    fn engine_of_calls(&self) -> &wasmtime::Engine {
-        self.pre.instance_pre().engine()
+    /// Makes its calls run the code of its snapshot: Cranelift's from the
+    /// compile cache when `caching` finds it there; otherwise, when its
+    /// set-up ran on Winch's code, Winch's at once, with Cranelift's
+    /// compiled in the background to replace it ([`Self::code`]).
+    async fn serve_snapshot(&mut self, snapshot: Arc<[u8]>, caching: Caching) -> Result<CacheOutcome, LoadError> {
+        let engine = self.engine.clone();
+        if self.code() == Tier::Optimizing {
+            let (pre, outcome) = prepare(&engine, snapshot, caching, Tier::Optimizing).await?;
+            self.code.send_replace(CallCode::new(&engine, pre));
+            return Ok(outcome);
+        }
+        let outcome = match caching {
+            Caching::Use => match engine.cached(&snapshot, Tier::Optimizing).await? {
+                (Some(compiled), outcome) => {
+                    self.code.send_replace(CallCode::new(&engine, link_provider(&compiled)?));
+                    return Ok(outcome);
+                }
+                (None, outcome) => outcome,
+            },
+            Caching::Store | Caching::Bypass => CacheOutcome::Disabled,
+        };
+        let (pre, _) = prepare(&engine, snapshot.clone(), Caching::Bypass, Tier::Baseline).await?;
+        let code = CallCode::new(&engine, pre);
+        let replace = code.tier == Tier::Baseline;
+        self.code.send_replace(CallCode { replacing: replace, ..code });
+        if replace {
+            let caching = if caching == Caching::Use { Caching::Store } else { Caching::Bypass };
+            let task = tokio::spawn(tier_up(engine, snapshot, caching, Arc::downgrade(&self.code), self.name.clone()));
+            self.tier_up = Some(TierUp(task.abort_handle()));
+        }
+        Ok(outcome)
     }
 
     /// The metrics its calls are recorded in.
@@ -366,9 +447,10 @@ impl LoadedProvider {
         let started = Instant::now();
         let deadline = started + self.limits.deadline;
         let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
-        let mut store = self.store(origin, deadline, stderr.clone(), seed);
+        let pre = self.code.borrow().pre.clone();
+        let mut store = self.store(pre.instance_pre().engine(), origin, deadline, stderr.clone(), seed);
         let execution = async {
-            let instance = self.pre.instance_pre().instantiate_async(&mut store).await?;
+            let instance = pre.instance_pre().instantiate_async(&mut store).await?;
             let bindings = CloudProvider::new(&mut store, &instance)?;
             if initialize {
                 let provider = bindings.wasm_ccm_provider_provider();
@@ -401,6 +483,7 @@ impl LoadedProvider {
 
     fn store(
         &self,
+        engine: &wasmtime::Engine,
         origin: Origin,
         deadline: Instant,
         stderr: GuestOutput,
@@ -421,7 +504,7 @@ impl LoadedProvider {
             credentials: CredentialsImport { credentials: self.credentials.clone() },
             log: LogImport { origin },
         };
-        let mut store = Store::new(self.engine_of_calls(), state);
+        let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
         let deadline = deadline.into_std();
         let (compute, mut computed) = (self.compute.clone(), 0);
@@ -466,22 +549,56 @@ impl LoadedProvider {
     }
 }
 
-/// Compiles `wasm` with `tier`'s compiler (or, when `cached`, takes it
-/// from the compile cache), checks it is a provider, and links it to what the host provides.
+/// Compiles `wasm` with `tier`'s compiler (or takes it from the compile
+/// cache, as `caching` says), checks it is a provider, and links it to what
+/// the host provides.
 async fn prepare(
     engine: &Engine,
     wasm: Arc<[u8]>,
-    cached: bool,
+    caching: Caching,
     tier: Tier,
 ) -> Result<(CloudProviderPre<CallState>, CacheOutcome), LoadError> {
-    let (compiled, cache_outcome) = engine.compile(wasm, cached, tier).await?;
+    let (compiled, cache_outcome) = engine.compile(wasm, caching, tier).await?;
+    Ok((link_provider(&compiled)?, cache_outcome))
+}
+
+/// Links a compiled provider to what the host provides.
+fn link_provider(compiled: &Component) -> Result<CloudProviderPre<CallState>, LoadError> {
     let mut linker = Linker::<CallState>::new(compiled.engine());
     link(&mut linker).map_err(LoadError::engine)?;
     let instance_pre =
-        linker.instantiate_pre(&compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
-    let pre = CloudProviderPre::new(instance_pre)
-        .map_err(|err| LoadError::WrongWorld { expected: component::CONTRACT, missing: format!("{err:#}") })?;
-    Ok((pre, cache_outcome))
+        linker.instantiate_pre(compiled).map_err(|err| LoadError::UnsupportedImports(format!("{err:#}")))?;
+    CloudProviderPre::new(instance_pre)
+        .map_err(|err| LoadError::WrongWorld { expected: component::CONTRACT, missing: format!("{err:#}") })
+}
+
+/// Compiles `snapshot` with Cranelift and gives its code to the calls of
+/// the provider `code` belongs to, if it is still there; on a failure its
+/// calls keep Winch's code.
+async fn tier_up(
+    engine: Engine,
+    snapshot: Arc<[u8]>,
+    caching: Caching,
+    code: Weak<watch::Sender<CallCode>>,
+    provider: Arc<str>,
+) {
+    let started = Instant::now();
+    let compiled = prepare(&engine, snapshot, caching, Tier::Optimizing).await;
+    let Some(code) = code.upgrade() else { return };
+    match compiled {
+        Ok((pre, _)) => {
+            code.send_replace(CallCode::new(&engine, pre));
+            tracing::info!(
+                provider = %provider,
+                compile_ms = started.elapsed().as_millis(),
+                "the provider's calls run Cranelift's code from now on"
+            );
+        }
+        Err(err) => {
+            code.send_modify(|code| code.replacing = false);
+            tracing::warn!(provider = %provider, "Cranelift did not compile the provider's snapshot; its calls keep Winch's code: {err}");
+        }
+    }
 }
 
 /// Lends `nodes` to the call of `store`, for as long as the store lives.

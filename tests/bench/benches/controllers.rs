@@ -15,10 +15,13 @@
 //! for wasm-ccm, the first scenario with 50 ms per provider call, which
 //! upstream's fake cannot inject.
 //!
-//! Reported per run: the time until every Service has an ingress, Services
-//! per second, the controller's CPU seconds until then and peak RSS (from
-//! `/proc`), and its API requests per Service (from the API server's audit
-//! log, 3 s after the last ingress, so that events written late count).
+//! Reported per run: how long after its spawn its log says its caches have
+//! synced and its controllers start (and, for wasm-ccm, that its provider's
+//! calls run Cranelift's code, not Winch's), the time until every Service
+//! has an ingress, Services per second, the controller's CPU seconds until
+//! then and peak RSS (from `/proc`), and its API requests per Service (from
+//! the API server's audit log, 3 s after the last ingress, so that events
+//! written late count).
 //!
 //! Needs `target/release/wasm-ccm` (`cargo build --release -p wasm-ccm`),
 //! the fake provider (`providers/build.sh`), etcd and kube-apiserver
@@ -47,6 +50,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 use wasm_ccm_bench::services::{create_all, service};
 use wasm_ccm_bench::{cpu_time, peak_memory_kib, release_binary};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
@@ -85,6 +89,24 @@ impl Contender {
                 "wasm-ccm, defaults".to_owned()
             }
             Contender::WasmCcm { .. } => "wasm-ccm, defaults, 50 ms per call".to_owned(),
+        }
+    }
+
+    /// What its log says once its caches have synced and its controllers
+    /// start.
+    fn started_line(&self) -> &'static str {
+        match self {
+            Contender::WasmCcm { .. } => "caches synced; starting controllers",
+            _ => "Caches are synced for service",
+        }
+    }
+
+    /// What its log says once its calls run the provider's optimised code:
+    /// wasm-ccm serves with Winch's code first.
+    fn optimized_line(&self) -> Option<&'static str> {
+        match self {
+            Contender::WasmCcm { .. } => Some("the provider's calls run Cranelift's code from now on"),
+            _ => None,
         }
     }
 
@@ -221,6 +243,11 @@ struct Run {
     peak_kib: u64,
     requests: u64,
     breakdown: String,
+    /// How long after its spawn its log said its controllers start.
+    started: Option<Duration>,
+    /// How long after its spawn its log said its provider's calls run
+    /// Cranelift's code.
+    optimized: Option<Duration>,
     /// How long until every load balancer had the storm's nodes, and the
     /// controller's CPU seconds meanwhile.
     storm: Option<(Duration, f64)>,
@@ -338,6 +365,9 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
     let server_cpu_before = server_cpu();
     let spawned = Instant::now();
     let mut child = contender.spawn(&plane, cluster, dir.path())?;
+    let log = dir.path().join("controller.log");
+    let mut started_line = tokio::spawn(logged(log.clone(), contender.started_line(), spawned));
+    let mut optimized_line = contender.optimized_line().map(|line| tokio::spawn(logged(log, line, spawned)));
     let result = async {
         // The clock and the CPU count start with the Services' work: the
         // existing Services' include the controller's start.
@@ -377,10 +407,17 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
             peak_kib: peak_memory_kib(child.id()),
             requests: requests.total(),
             breakdown: requests.to_string(),
+            started: seen(&mut started_line).await,
+            optimized: match &mut optimized_line {
+                Some(line) => seen(line).await,
+                None => None,
+            },
             storm,
         })
     }
     .await;
+    started_line.abort();
+    optimized_line.iter().for_each(JoinHandle::abort);
     let _ = child.kill();
     let _ = child.wait();
     if result.is_err() {
@@ -389,6 +426,22 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
         eprintln!("{}: the end of the controller's log:\n{}", contender.label(), tail.join("\n"));
     }
     result
+}
+
+/// How long after `since` the log at `path` first had a line containing
+/// `wanted`, looked for every 10 ms.
+async fn logged(path: PathBuf, wanted: &str, since: Instant) -> Duration {
+    loop {
+        if std::fs::read_to_string(&path).is_ok_and(|log| log.contains(wanted)) {
+            return since.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// What a [`logged`] task found, if it has.
+async fn seen(line: &mut JoinHandle<Duration>) -> Option<Duration> {
+    if line.is_finished() { line.await.ok() } else { None }
 }
 
 /// Adds the storm's Ready nodes, and says how long until every Service's
@@ -439,9 +492,13 @@ fn ratios(runs: &[(Contender, Run)]) {
 fn row(contender: &Contender, run: &Run, services: usize) {
     let storm =
         run.storm.map_or_else(String::new, |(time, cpu)| format!("{:.2} s ({cpu:.2} s CPU)", time.as_secs_f64()));
+    let seconds =
+        |after: Option<Duration>| after.map_or_else(String::new, |after| format!("{:.2} s", after.as_secs_f64()));
     println!(
-        "| {} | {:.2} s | {:.0} | {:.2} s | {:.1} ms | {:.2} s | {} MiB | {:.2} | {storm} |",
+        "| {} | {} | {} | {:.2} s | {:.0} | {:.2} s | {:.1} ms | {:.2} s | {} MiB | {:.2} | {storm} |",
         contender.label(),
+        seconds(run.started),
+        seconds(run.optimized),
         run.time.as_secs_f64(),
         services as f64 / run.time.as_secs_f64(),
         run.cpu,
@@ -490,9 +547,9 @@ fn main() -> anyhow::Result<()> {
                 }
             }
             println!(
-                "| controller | all ingress after | services/s | CPU | CPU per Service | API server + etcd CPU | peak RSS | API requests per Service | {STORM}-node storm |"
+                "| controller | controllers started after | Cranelift's code after | all ingress after | services/s | CPU | CPU per Service | API server + etcd CPU | peak RSS | API requests per Service | {STORM}-node storm |"
             );
-            println!("|---|---|---|---|---|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|");
             for (contender, run) in &runs {
                 row(contender, run, *SERVICES);
             }

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Node;
 use provider_fake::Fake;
 use serde_json::json;
-use wasm_ccm_bench::{Samples, fakes, micros, nodes, service};
+use wasm_ccm_bench::{Samples, fakes, load_optimized, micros, nodes, service};
 use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle};
+use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, ProviderHandle};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
 use wasm_ccm_sdk::types as sdk;
 use wasm_ccm_sdk::{LoadBalancer, Provider};
@@ -67,7 +67,7 @@ async fn configured(engine: &Engine, count: usize) -> anyhow::Result<(Duration, 
 /// `update-load-balancer` with `count` nodes, one of them new since the set
 /// given before, to the hostile guest, which reads only the provider IDs.
 async fn update_reading_provider_ids(engine: &Engine, count: usize) -> anyhow::Result<Samples> {
-    let handle = ProviderHandle::new(LoadedProvider::load(engine, spec("ids", guest("guest-hostile"), b"")).await?);
+    let handle = ProviderHandle::new(load_optimized(engine, spec("ids", guest("guest-hostile"), b"")).await?);
     let mut nodes = nodes(count);
     for (index, node) in nodes.iter_mut().enumerate() {
         node.spec.get_or_insert_default().provider_id = Some(format!("fake://i-{index:05}"));

@@ -27,8 +27,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_bench::resident_bytes;
 use wasm_ccm_bench::services::create_all;
+use wasm_ccm_bench::{load_optimized, resident_bytes};
 use wasm_ccm_controllers::{
     ControllerManager, LoadBalancerPolicy, ManagerError, Member, Members, Metrics, Readiness, Serves, Settings,
     enabled_controllers,
@@ -59,8 +59,7 @@ fn class(name: &str) -> String {
 /// its own network `10.<index>.0.0/16`.
 async fn fake(engine: &Engine, name: &str, index: usize) -> anyhow::Result<Member<ProviderHandle>> {
     let config = json!({"statelessLoadBalancers": true, "loadBalancerPool": [format!("10.{index}.0.0/16")]});
-    let provider =
-        LoadedProvider::load(engine, spec(name, guest("provider-fake"), config.to_string().as_bytes())).await?;
+    let provider = load_optimized(engine, spec(name, guest("provider-fake"), config.to_string().as_bytes())).await?;
     Ok(member(provider, name))
 }
 
@@ -206,7 +205,7 @@ async fn neighbour(engine: &Engine, hostile: bool) -> anyhow::Result<Duration> {
         let mut spec = spec("hostile", guest("guest-hostile"), b"");
         spec.limits.deadline = Duration::from_secs(2);
         spec.limits.memory = 16 << 20;
-        members.insert(Arc::from("hostile"), member(LoadedProvider::load(engine, spec).await?, "hostile"));
+        members.insert(Arc::from("hostile"), member(load_optimized(engine, spec).await?, "hostile"));
     }
     let controllers = Controllers::start(&api, members).await?;
     controllers.ready().await?;

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_host::engine::OptLevel;
 use wasm_ccm_host::{
-    Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, component,
+    Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier, component,
 };
 use wasm_ccm_tests::{CapturedLogs, guest, spec};
 
@@ -45,10 +45,15 @@ fn uncached() -> Engine {
     Engine::new(EngineSettings { allocation: Allocation::OnDemand, ..EngineSettings::default() }).unwrap()
 }
 
+/// Loads the fake provider and waits until its calls run their final code,
+/// so that Cranelift's code of its snapshot, compiled after the load, is in
+/// the cache.
 async fn load(engine: &Engine, wasm: &[u8]) -> LoadedProvider {
-    LoadedProvider::load(engine, spec("fake", wasm.into(), br#"{"clusters": ["blue", "green"]}"#))
+    let provider = LoadedProvider::load(engine, spec("fake", wasm.into(), br#"{"clusters": ["blue", "green"]}"#))
         .await
-        .expect("the provider loads")
+        .expect("the provider loads");
+    assert_eq!(provider.settled_code().await, Tier::Optimizing);
+    provider
 }
 
 /// The cache's entries (`*.cwasm`), in name order.
@@ -88,8 +93,11 @@ async fn a_second_load_hits_the_cache_and_serves() {
         engine.compile_cache().unwrap().entry_path(b"").file_stem().unwrap().to_str().unwrap().to_owned();
     assert_eq!(engines.iter().filter(|engine| calls_engine.ends_with(engine.as_str())).count(), 1);
 
-    let second = load(&engine, &wasm).await;
+    let second = LoadedProvider::load(&engine, spec("fake", wasm.clone(), br#"{"clusters": ["blue", "green"]}"#))
+        .await
+        .expect("the provider loads");
     assert_eq!(second.cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(second.code(), Tier::Optimizing, "from its first call: Cranelift's code of the snapshot was cached");
     // Another engine with the same settings, as after a restart.
     let restarted = engine_with_cache(dir.path(), OptLevel::Speed);
     let third = load(&restarted, &wasm).await;
@@ -141,6 +149,7 @@ async fn changing_how_code_is_generated_misses() {
     let other = guest("guest-hostile");
     let hostile = LoadedProvider::load(&fast, spec("hostile", other, b"")).await.unwrap();
     assert_eq!(hostile.cache_outcome(), CacheOutcome::Miss);
+    assert_eq!(hostile.settled_code().await, Tier::Optimizing);
     assert_eq!(entries(dir.path()).len(), 5);
 }
 

@@ -4,8 +4,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::binary;
-use wasm_ccm_cloud::ProviderError;
-use wasm_ccm_host::{Allocation, ChildCompiler, Compiler, Engine, EngineSettings, LoadError, LoadedProvider};
+use wasm_ccm_cloud::{Cloud, ProviderError};
+use wasm_ccm_host::{
+    Allocation, ChildCompiler, Compiler, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier,
+};
 use wasm_ccm_tests::{engine, guest, spec};
 
 async fn load_error(wasm: &[u8], config: &[u8]) -> LoadError {
@@ -204,6 +206,70 @@ async fn a_compile_given_up_kills_its_process_and_gives_its_turn_back() {
     let err = LoadedProvider::load(&engine, spec("stuck", guest("provider-fake"), b"")).await.err().unwrap();
     assert!(matches!(err, LoadError::CompileTimeout { .. }), "{err:?}");
     assert_eq!(pids().len(), 2, "no third compiler process");
+}
+
+/// A compiler that is a shell script: it runs `optimizing`, with `$0` the
+/// path of `log`, for Cranelift's compiles, and the real compiler process
+/// for Winch's.
+fn cranelift_replaced_by(optimizing: &str, log: &Path) -> ChildCompiler {
+    let script = format!(
+        r#"read -r header; case "$header" in *" optimizing "*) {optimizing} ;; esac
+        {{ printf '%s\n' "$header"; cat; }} | exec "{}" compile-worker"#,
+        binary().display()
+    );
+    ChildCompiler::new("/bin/sh", ["-c", &script, &log.display().to_string()])
+}
+
+const CLUSTERS: &[u8] = br#"{"clusters": ["blue", "green"]}"#;
+
+#[tokio::test]
+async fn a_provider_serves_on_winchs_code_until_cranelifts_replaces_it() {
+    let engine = child_engine(ChildCompiler::new(binary(), ["compile-worker"]), Duration::from_secs(60));
+    let handle = ProviderHandle::new(
+        LoadedProvider::load(&engine, spec("fake", guest("provider-fake"), CLUSTERS)).await.unwrap(),
+    );
+    assert_eq!(handle.current().code(), Tier::Baseline, "the load did not wait for Cranelift");
+    assert_eq!(handle.list_clusters().await.unwrap(), ["blue", "green"]);
+    assert_eq!(handle.current().settled_code().await, Tier::Optimizing);
+    assert_eq!(handle.current().code(), Tier::Optimizing);
+    assert_eq!(handle.list_clusters().await.unwrap(), ["blue", "green"], "the same answer from Cranelift's code");
+}
+
+#[tokio::test]
+async fn a_provider_keeps_winchs_code_when_cranelift_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = cranelift_replaced_by(r#"echo "out of luck" >&2; exit 3"#, &dir.path().join("log"));
+    let engine = child_engine(failing, Duration::from_secs(60));
+    let handle = ProviderHandle::new(
+        LoadedProvider::load(&engine, spec("fake", guest("provider-fake"), CLUSTERS)).await.unwrap(),
+    );
+    assert_eq!(handle.current().settled_code().await, Tier::Baseline);
+    assert_eq!(handle.list_clusters().await.unwrap(), ["blue", "green"], "it serves on");
+}
+
+#[tokio::test]
+async fn a_provider_dropped_before_cranelifts_code_is_ready_stops_its_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("pids");
+    let engine =
+        child_engine(cranelift_replaced_by(r#"echo $$ >> "$0"; exec /bin/sleep 600"#, &log), Duration::from_secs(600));
+    let provider = LoadedProvider::load(&engine, spec("fake", guest("provider-fake"), CLUSTERS)).await.unwrap();
+    let started = Instant::now();
+    let compiler = loop {
+        if let Some(pid) = std::fs::read_to_string(&log).unwrap_or_default().lines().next() {
+            break pid.to_owned();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "Cranelift's compile did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    drop(provider);
+    while !ended(&compiler) {
+        assert!(started.elapsed() < Duration::from_secs(10), "the compiler process {compiler} was not killed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // One compile at a time: the next load has its turn back.
+    let next = LoadedProvider::load(&engine, spec("next", guest("provider-fake"), CLUSTERS)).await.expect("it loads");
+    assert_eq!(next.code(), Tier::Baseline);
 }
 
 /// A component whose one function of 400,000 multiply-adds takes Cranelift
