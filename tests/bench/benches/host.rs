@@ -15,7 +15,9 @@ use serde_json::json;
 use wasm_ccm_bench::{Samples, fakes, load_optimized, micros, nodes, service};
 use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::{Allocation, Engine, EngineSettings, Limits, ProviderHandle};
+use wasm_ccm_host::{
+    Allocation, ChildCompiler, Compiler, Engine, EngineSettings, Limits, LoadedProvider, ProviderHandle, Tier,
+};
 use wasm_ccm_sdk::native::{self, HttpError, Method, Request, Response};
 use wasm_ccm_sdk::types as sdk;
 use wasm_ccm_sdk::{LoadBalancer, Provider};
@@ -62,6 +64,50 @@ async fn configured(engine: &Engine, count: usize) -> anyhow::Result<(Duration, 
         samples.push(started.elapsed());
     }
     Ok((load, Samples::new(samples)))
+}
+
+/// What a call costs before and after Cranelift's code replaces Winch's.
+struct TierUp {
+    /// From the load's start until it serves, on Winch's code.
+    serving: Duration,
+    /// From then until calls run Cranelift's code.
+    window: Duration,
+    /// Calls made one at a time in the window.
+    calls: usize,
+    /// Those calls, on Winch's code.
+    on_baseline: Samples,
+    /// As many calls afterwards, on Cranelift's code.
+    on_optimizing: Samples,
+}
+
+/// Loads the fake provider configured with 2000 instances on an engine that
+/// compiles in `wasm-ccm`'s compile worker, as `run` does, and calls
+/// `instance-exists-by-provider-id` one at a time while Cranelift compiles
+/// its snapshot, then as many times after.
+async fn tier_up(worker: &std::path::Path) -> anyhow::Result<TierUp> {
+    let compiler = Compiler::Child(ChildCompiler::new(worker, ["compile-worker"]));
+    let engine = Engine::new(EngineSettings { compiler, ..EngineSettings::default() })?;
+    let started = Instant::now();
+    let spec = fakes::fake_spec("provider-fake", &instances(2000), None, Limits::default());
+    let handle = ProviderHandle::new(LoadedProvider::load(&engine, spec).await?);
+    let serving = started.elapsed();
+    anyhow::ensure!(handle.current().code() == Tier::Baseline, "the load waited for Cranelift's code");
+    let mut on_baseline = Vec::new();
+    while handle.current().code() == Tier::Baseline {
+        let call = Instant::now();
+        anyhow::ensure!(handle.instance_exists_by_provider_id("fake://i-5").await?);
+        on_baseline.push(call.elapsed());
+    }
+    let window = started.elapsed() - serving;
+    let calls = on_baseline.len();
+    let mut on_optimizing = Vec::new();
+    for _ in 0..calls {
+        let call = Instant::now();
+        anyhow::ensure!(handle.instance_exists_by_provider_id("fake://i-5").await?);
+        on_optimizing.push(call.elapsed());
+    }
+    let (on_baseline, on_optimizing) = (Samples::new(on_baseline), Samples::new(on_optimizing));
+    Ok(TierUp { serving, window, calls, on_baseline, on_optimizing })
 }
 
 /// `update-load-balancer` with `count` nodes, one of them new since the set
@@ -243,6 +289,30 @@ fn main() -> anyhow::Result<()> {
             medians.push(calls.median().as_secs_f64());
         }
         println!("\nMedian with 5000 nodes / with 100: {:.2}", medians[1] / medians[0]);
+
+        println!("\n## Calls while Cranelift's code is compiled (the fake with 2000 instances configured)\n");
+        println!(
+            "Compiled in the compile worker of {}, as `run` compiles; `instance-exists-by-provider-id` one at a \
+             time on Winch's code until Cranelift's replaces it, then as many calls on Cranelift's.\n",
+            wasm_ccm_bench::release_binary()?.display()
+        );
+        println!(
+            "| load | serving after | Cranelift's code after that | calls on Winch's code | median | p99 | on Cranelift's: median | p99 |"
+        );
+        println!("|---|---|---|---|---|---|---|---|");
+        for round in 1..=3 {
+            let tier_up = tier_up(&wasm_ccm_bench::release_binary()?).await?;
+            println!(
+                "| {round} | {:.1} ms | {:.1} ms | {} | {} | {} | {} | {} |",
+                tier_up.serving.as_secs_f64() * 1e3,
+                tier_up.window.as_secs_f64() * 1e3,
+                tier_up.calls,
+                micros(tier_up.on_baseline.median()),
+                micros(tier_up.on_baseline.p99()),
+                micros(tier_up.on_optimizing.median()),
+                micros(tier_up.on_optimizing.p99()),
+            );
+        }
 
         let per_instance = fakes::memory_per_instance(&engine, "provider-fake", LIVE_INSTANCES).await?;
         let reserved = engine.settings().max_memory;

@@ -166,10 +166,21 @@ pub mod fakes {
     use serde_json::{Value, json};
     use wasm_ccm_cloud::Cloud;
     use wasm_ccm_fake_cloud::FakeCloud;
-    use wasm_ccm_host::{Engine, Limits, ProviderHandle};
+    use wasm_ccm_host::{Engine, Limits, ProviderHandle, ProviderSpec};
     use wasm_ccm_tests::{allow, guest, spec};
 
     use crate::{Samples, nodes, resident_bytes};
+
+    /// The fake provider `component` with `config`, allowed to reach
+    /// `cloud`.
+    pub fn fake_spec(component: &str, config: &Value, cloud: Option<&FakeCloud>, limits: Limits) -> ProviderSpec {
+        let mut spec = spec("fake", guest(component), config.to_string().as_bytes());
+        spec.limits = limits;
+        if let Some(cloud) = cloud {
+            spec.allow_list = allow(&[&cloud.url()]);
+        }
+        spec
+    }
 
     /// Loads the fake provider `component` with `config`, allowed to reach
     /// `cloud`, and waits until its calls run Cranelift's code.
@@ -183,11 +194,7 @@ pub mod fakes {
         cloud: Option<&FakeCloud>,
         limits: Limits,
     ) -> anyhow::Result<ProviderHandle> {
-        let mut spec = spec("fake", guest(component), config.to_string().as_bytes());
-        spec.limits = limits;
-        if let Some(cloud) = cloud {
-            spec.allow_list = allow(&[&cloud.url()]);
-        }
+        let spec = fake_spec(component, &config, cloud, limits);
         Ok(ProviderHandle::new(crate::load_optimized(engine, spec).await?))
     }
 

@@ -831,6 +831,9 @@ async fn a_restart_loads_the_provider_from_the_compile_cache() {
             loads.iter().map(|(labels, count)| (label(labels, "cache"), *count)).filter(|(_, n)| *n > 0.0).collect();
         assert_eq!(outcomes, [(expected.to_owned(), 1.0)], "{loads:?}");
         assert!(setup.fresh_ingress(&format!("after-{expected}")).await.starts_with("192.0.2."));
+        // Cranelift's code of the snapshot is cached once compiled, after
+        // the load.
+        setup.wait_provider("Cranelift's code", |provider| provider["code"] == "optimizing").await;
         process.signal("TERM");
         assert!(process.wait(PATIENCE).await.is_some_and(|status| status.success()), "wasm-ccm stopped");
     }

@@ -77,6 +77,7 @@ fn table(views: &[ProviderView]) -> String {
             "NAME",
             "DIGEST",
             "SERVES",
+            "CODE",
             "MEMORY",
             "CPU",
             "DEADLINE",
@@ -115,6 +116,7 @@ fn table(views: &[ProviderView]) -> String {
             view.status.name.clone(),
             digest.chars().take(12).collect(),
             serves.join(","),
+            if view.code.is_empty() { "-".to_owned() } else { view.code.clone() },
             ByteSize(limits.memory_bytes).to_string(),
             format!("{}m", limits.cpu_millicores),
             format!("{}s", limits.deadline_seconds),
@@ -150,7 +152,8 @@ mod tests {
             "serves": {"loadBalancerClasses": ["a.example/lb"], "defaultLoadBalancer": true, "nodes": false, "routes": false},
             "limits": {"memoryBytes": 33554432, "deadlineSeconds": 5.0, "concurrentCalls": 8, "callsPerSecond": 50,
                        "httpRequestsPerSecond": 10, "httpBurst": 20, "cpuMillicores": 250},
-            "usage": {"callsInFlight": 3, "callsWaiting": 1, "memoryBytes": 2097152}
+            "usage": {"callsInFlight": 3, "callsWaiting": 1, "memoryBytes": 2097152},
+            "code": "baseline"
         }]"#;
         let views: Vec<ProviderView> = serde_json::from_str(json).unwrap();
         let table = table(&views);
@@ -158,6 +161,7 @@ mod tests {
         assert!(lines[0].starts_with("NAME"), "{table}");
         let row: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(&row[..3], ["vendor-a", "0123456789ab", "a.example/lb,(no"], "{table}");
+        assert_eq!(row[4], "baseline", "{table}");
         assert!(lines[1].contains("8 (50/s)") && lines[1].contains("10 (burst 20)"), "{table}");
         assert!(lines[1].contains(" 250m "), "{table}");
         assert!(lines[1].contains("2.0 MiB") || lines[1].contains("2.1 MB"), "{table}");

@@ -23,6 +23,12 @@ pub struct ProviderView {
     pub limits: LimitsView,
     /// What it uses now.
     pub usage: Usage,
+    /// Whose code its calls run: `optimizing`, Cranelift's, or `baseline`,
+    /// Winch's, while Cranelift compiles the version just loaded (or for
+    /// good when that compile failed). Empty from a server that does not
+    /// say.
+    #[serde(default)]
+    pub code: String,
 }
 
 /// What a provider serves.
@@ -119,6 +125,7 @@ impl ProvidersView {
                     serves: ServesView::from(&member.serves),
                     limits: LimitsView::from(member.cloud.current().limits()),
                     usage: member.cloud.usage(),
+                    code: member.cloud.current().code().as_str().to_owned(),
                     status,
                 })
             })
