@@ -7,6 +7,11 @@
 //! calls within the provider's rate and concurrency limits, reports their
 //! [`Usage`], and can swap in another provider while it serves.
 //!
+//! A provider serves as soon as Winch, wasmtime's baseline compiler, has
+//! compiled the snapshot its calls start from; Cranelift compiles it again
+//! in the background, and calls that start once that is done run its code
+//! ([`LoadedProvider::code`]).
+//!
 //! Every call gets a fresh instance with a deadline that also bounds host
 //! calls, a memory limit, a fair share of the CPU when it computes for long,
 //! and only the imports the contract grants: HTTP to the hosts of its

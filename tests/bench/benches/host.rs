@@ -271,7 +271,7 @@ fn main() -> anyhow::Result<()> {
         }
 
         println!("\n## A call beside the provider's configuration ({CONFIGURED_CALLS} calls each)\n");
-        println!("| instances configured | load (compile cached) | call median | call p99 |\n|---|---|---|---|");
+        println!("| instances configured | load, until Cranelift's code | call median | call p99 |\n|---|---|---|---|");
         let mut medians = Vec::new();
         for count in [1, 2000] {
             let (load, calls) = configured(&engine, count).await?;
