@@ -1,7 +1,9 @@
-//! The watches the controllers share: one per kind of object, started when
-//! a controller first asks for its cache (nodes always, since every
-//! controller reads them). Their changes wait, in order, until the caches
-//! are synced; then every [`Watcher`] hears each of them.
+//! The watches the controllers share: one per kind of object the enabled
+//! controllers read (nodes always, since every controller reads them).
+//! They can start before the controllers are made, so that they fill while
+//! the providers load, and a replica waiting to lead keeps them warm. Once
+//! the caches are synced, every [`Watcher`] hears a replay of each cache
+//! and then each change, in order.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -15,22 +17,27 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{ControllerName, Settings};
 use crate::driver::Watcher;
 use crate::nodes::NodeCache;
-use wasm_ccm_kube::informer::{Change, Trim, informer};
+use wasm_ccm_kube::informer::{Change, Subscriptions, Trim, informer};
 
-/// A watch's cache, and the changes it applied waiting to be heard.
+/// A watch's cache, its changes, and whether a controller asked for it.
 struct Watched<K: kube::Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
-    changes: mpsc::UnboundedReceiver<Change<K>>,
+    changes: Subscriptions<K>,
+    /// Stops this watch alone.
+    stop: CancellationToken,
+    asked: bool,
 }
 
-/// The shared watches, until the stop they were started with.
-pub(crate) struct Caches {
+/// The shared watches of the controllers `settings` enables, until the stop
+/// they were started with.
+pub struct Caches {
     client: kube::Client,
     stop: CancellationToken,
     nodes: NodeCache,
-    node_changes: mpsc::UnboundedReceiver<Change<Node>>,
+    node_changes: Subscriptions<Node>,
     services: Option<Watched<Service>>,
     namespaces: Option<Watched<Namespace>>,
     /// The watches, then also the loops handing their changes on.
@@ -38,15 +45,20 @@ pub(crate) struct Caches {
 }
 
 impl Caches {
-    /// Starts the watch of nodes; the others start when asked for.
-    pub(crate) fn start(client: kube::Client, stop: CancellationToken) -> Self {
+    /// Starts the watches the controllers `settings` enables read: nodes,
+    /// and Services and namespaces when the service controller is enabled.
+    /// Those no controller asks for once made are stopped then (see
+    /// [`Caches::stop_unasked`]).
+    pub fn start(client: kube::Client, settings: &Settings, stop: CancellationToken) -> Self {
         let mut tasks = JoinSet::new();
-        let (sender, node_changes) = mpsc::unbounded_channel();
-        let (nodes, watch) = NodeCache::watch(Api::all(client.clone()), stop.clone(), move |change| {
-            let _ = sender.send(change);
-        });
-        tasks.spawn(watch);
-        Caches { client, stop, nodes, node_changes, services: None, namespaces: None, tasks }
+        let (nodes, node_changes, watching_nodes) = NodeCache::watch(Api::all(client.clone()), stop.clone());
+        tasks.spawn(watching_nodes);
+        let mut caches = Caches { client, stop, nodes, node_changes, services: None, namespaces: None, tasks };
+        if settings.controllers.contains(&ControllerName::Service) {
+            caches.services = Some(watch(&caches.client, &caches.stop, &mut caches.tasks));
+            caches.namespaces = Some(watch(&caches.client, &caches.stop, &mut caches.tasks));
+        }
+        caches
     }
 
     /// The nodes.
@@ -54,16 +66,26 @@ impl Caches {
         &self.nodes
     }
 
-    /// The Services, watched from the first call.
+    /// The Services, watched from the first call if not already.
     pub(crate) fn services(&mut self) -> Store<Service> {
-        let services = self.services.get_or_insert_with(|| watch(&self.client, &self.stop, &mut self.tasks));
-        services.store.clone()
+        ask(&mut self.services, &self.client, &self.stop, &mut self.tasks)
     }
 
-    /// The namespaces, watched from the first call.
+    /// The namespaces, watched from the first call if not already.
     pub(crate) fn namespaces(&mut self) -> Store<Namespace> {
-        let namespaces = self.namespaces.get_or_insert_with(|| watch(&self.client, &self.stop, &mut self.tasks));
-        namespaces.store.clone()
+        ask(&mut self.namespaces, &self.client, &self.stop, &mut self.tasks)
+    }
+
+    /// Stops the watches started for controllers that do not run: those
+    /// no controller asked for.
+    pub(crate) fn stop_unasked(&mut self) {
+        fn unless_asked<K: kube::Resource<DynamicType = ()>>(watched: &mut Option<Watched<K>>) {
+            if let Some(unasked) = watched.take_if(|watched| !watched.asked) {
+                unasked.stop.cancel();
+            }
+        }
+        unless_asked(&mut self.services);
+        unless_asked(&mut self.namespaces);
     }
 
     /// Waits until the caches asked for are synced, the namespaces only
@@ -83,32 +105,48 @@ impl Caches {
         Ok(())
     }
 
-    /// Hands every change, from now on, to each of `watchers`; the watches
-    /// and the loops doing it run until the returned tasks are dropped.
+    /// Hands each cache's replay and every change after it to each of
+    /// `watchers`; the watches and the loops doing it run until the
+    /// returned tasks are dropped.
     pub(crate) fn hand_on(self, watchers: &[Arc<dyn Watcher>]) -> JoinSet<()> {
         let Caches { node_changes, services, namespaces, mut tasks, .. } = self;
-        tasks.spawn(hear(node_changes, watchers.to_vec(), |watcher, change| watcher.node(change)));
+        tasks.spawn(hear(node_changes.subscribe(), watchers.to_vec(), |watcher, change| watcher.node(change)));
         if let Some(services) = services {
-            tasks.spawn(hear(services.changes, watchers.to_vec(), |watcher, change| watcher.service(change)));
+            let changes = services.changes.subscribe();
+            tasks.spawn(hear(changes, watchers.to_vec(), |watcher, change| watcher.service(change)));
         }
         if let Some(namespaces) = namespaces {
-            tasks.spawn(hear(namespaces.changes, watchers.to_vec(), |watcher, change| watcher.namespace(change)));
+            let changes = namespaces.changes.subscribe();
+            tasks.spawn(hear(changes, watchers.to_vec(), |watcher, change| watcher.namespace(change)));
         }
         tasks
     }
 }
 
-/// Starts watching every `K`.
+/// The store of `watched`, started now if it was not, marked asked for.
+fn ask<K>(
+    watched: &mut Option<Watched<K>>,
+    client: &kube::Client,
+    stop: &CancellationToken,
+    tasks: &mut JoinSet<()>,
+) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let watched = watched.get_or_insert_with(|| watch(client, stop, tasks));
+    watched.asked = true;
+    watched.store.clone()
+}
+
+/// Starts watching every `K`, until `stop` or the watch's own stop.
 fn watch<K>(client: &kube::Client, stop: &CancellationToken, tasks: &mut JoinSet<()>) -> Watched<K>
 where
     K: kube::Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    let (sender, changes) = mpsc::unbounded_channel();
-    let (store, watch) = informer(Api::<K>::all(client.clone()), stop.clone(), move |change| {
-        let _ = sender.send(change);
-    });
+    let own = stop.child_token();
+    let (store, changes, watch) = informer(Api::<K>::all(client.clone()), own.clone(), |_| {});
     tasks.spawn(watch);
-    Watched { store, changes }
+    Watched { store, changes, stop: own, asked: false }
 }
 
 /// Hands each of `changes` to every one of `watchers`.
@@ -131,6 +169,7 @@ mod tests {
 
     use kube::ResourceExt;
     use kube::api::PostParams;
+    use kube::runtime::reflector::ObjectRef;
     use wasm_ccm_apiserver::ApiServer;
 
     use super::*;
@@ -173,7 +212,7 @@ mod tests {
             (Api::<Node>::all(client.clone()), Api::<Service>::namespaced(client.clone(), "default"));
         nodes.create(&PostParams::default(), &Node::test("node-a")).await.unwrap();
         services.create(&PostParams::default(), &Service::test("web")).await.unwrap();
-        let mut caches = Caches::start(client, CancellationToken::new());
+        let mut caches = Caches::start(client, &Settings::default(), CancellationToken::new());
         let cached = caches.services();
         caches.synced(false).await.unwrap();
         assert_eq!((caches.nodes().all().len(), cached.state().len()), (1, 1), "synced");
@@ -195,5 +234,51 @@ mod tests {
             assert_eq!(heard.lines("node"), expected_nodes, "the initial list, then what came after");
             assert_eq!(heard.lines("service"), expected_services);
         }
+    }
+
+    #[tokio::test]
+    async fn caches_started_early_hold_no_backlog_and_watchers_hear_them_as_they_stand() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        let nodes = Api::<Node>::all(client.clone());
+        nodes.create(&PostParams::default(), &Node::test("node-a")).await.unwrap();
+        let mut caches = Caches::start(client, &Settings::default(), CancellationToken::new());
+        caches.services();
+        caches.synced(false).await.unwrap();
+        // While waiting to lead: a node comes and goes, another is added.
+        nodes.create(&PostParams::default(), &Node::test("node-b")).await.unwrap();
+        nodes.delete("node-b", &Default::default()).await.unwrap();
+        nodes.create(&PostParams::default(), &Node::test("node-c")).await.unwrap();
+        while caches.nodes().all().len() != 2 || caches.nodes().store().get(&ObjectRef::new("node-b")).is_some() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+
+        let heard = Arc::new(Heard::default());
+        let watcher: Arc<dyn Watcher> = heard.clone();
+        let _handing_on = caches.hand_on(&[watcher]);
+        for _ in 0..200 {
+            if heard.lines("node").len() == 3 && heard.lines("service").len() == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let mut listed = heard.lines("node");
+        listed[..2].sort();
+        assert_eq!(listed, ["node node-a", "node node-c", "node listed"], "the nodes as they stand, nothing of node-b");
+        assert_eq!(heard.lines("service"), ["service listed"]);
+    }
+
+    #[tokio::test]
+    async fn watches_no_controller_asks_for_stop() {
+        let api = ApiServer::start().await.unwrap();
+        let mut caches = Caches::start(api.client().await, &Settings::default(), CancellationToken::new());
+        let services =
+            caches.services.as_ref().map(|watched| watched.stop.clone()).expect("started for the service controller");
+        let namespaces = caches.namespaces();
+        caches.stop_unasked();
+        assert!(services.is_cancelled() && caches.services.is_none(), "no controller asked for the Services");
+        assert!(caches.namespaces.as_ref().is_some_and(|watched| !watched.stop.is_cancelled()));
+        caches.synced(true).await.unwrap();
+        assert!(namespaces.state().iter().any(|namespace| namespace.name_any() == "default"));
     }
 }

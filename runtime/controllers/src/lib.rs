@@ -38,6 +38,7 @@ mod service;
 mod taints;
 mod workqueue;
 
+pub use caches::Caches;
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
 pub use error::Error;
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};

@@ -97,6 +97,8 @@ pub struct ControllerManager<C: Cloud> {
     providers: watch::Receiver<Members<C>>,
     settings: Arc<Settings>,
     metrics: Metrics,
+    /// Caches started before the manager, which it runs on.
+    caches: Option<Caches>,
 }
 
 impl<C: Cloud> ControllerManager<C> {
@@ -122,7 +124,16 @@ impl<C: Cloud> ControllerManager<C> {
         settings: Settings,
         metrics: Metrics,
     ) -> Self {
-        ControllerManager { clients: clients.into(), providers, settings: Arc::new(settings), metrics }
+        ControllerManager { clients: clients.into(), providers, settings: Arc::new(settings), metrics, caches: None }
+    }
+
+    /// The manager, to run on `caches` rather than start its own when it
+    /// runs: caches started while the providers load are full sooner, and
+    /// those of a replica waiting to lead are full when it leads.
+    #[must_use]
+    pub fn with_caches(mut self, caches: Caches) -> Self {
+        self.caches = Some(caches);
+        self
     }
 
     /// The provider serving what `serves` picks, by name.
@@ -244,18 +255,22 @@ impl<C: Cloud> ControllerManager<C> {
     ///
     /// # Errors
     /// When the controllers cannot start, or one stopped on its own.
-    pub async fn run(self, stop: CancellationToken, readiness: Readiness) -> Result<(), ManagerError> {
+    pub async fn run(mut self, stop: CancellationToken, readiness: Readiness) -> Result<(), ManagerError> {
         let Plan { active, skipped } = self.plan()?;
         for (controller, reason) in skipped {
             tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }
-        let mut caches = Caches::start(self.clients.root(), stop.clone());
+        let mut caches = match self.caches.take() {
+            Some(caches) => caches,
+            None => Caches::start(self.clients.root(), &self.settings, stop.clone()),
+        };
         // Stopped by `stop`, or by one of them ending on its own.
         let working = stop.child_token();
         let mut described = Vec::new();
         for controller in active {
             described.push(self.describe(controller, &mut caches, &stop, &working).await?);
         }
+        caches.stop_unasked();
         let namespaces = described.iter().any(|controller| controller.waits_for_namespaces);
         tokio::select! {
             () = stop.cancelled() => return Ok(()),

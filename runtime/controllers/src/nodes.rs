@@ -10,7 +10,7 @@ use kube::api::Api;
 use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::NodeSnapshot;
-use wasm_ccm_kube::informer::{Change, informer};
+use wasm_ccm_kube::informer::{Subscriptions, informer};
 
 /// Nodes with this label back no load balancer.
 pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
@@ -61,20 +61,15 @@ impl NodeCache {
         NodeCache { store, shared: Arc::default() }
     }
 
-    /// Watches the nodes of `api` until `stop`: the cache, and the watch
-    /// to run. `on_change` hears every change after the cache noted it.
-    pub fn watch(
-        api: Api<Node>,
-        stop: CancellationToken,
-        mut on_change: impl FnMut(Change<Node>) + Send + 'static,
-    ) -> (Self, impl Future<Output = ()>) {
+    /// Watches the nodes of `api` until `stop`: the cache, the changes to
+    /// subscribe to, and the watch to run.
+    pub fn watch(api: Api<Node>, stop: CancellationToken) -> (Self, Subscriptions<Node>, impl Future<Output = ()>) {
         let shared: Arc<Derived> = Arc::default();
         let noted = shared.clone();
-        let (store, watch) = informer(api, stop, move |change| {
+        let (store, changes, watch) = informer(api, stop, move |_| {
             noted.version.fetch_add(1, Ordering::Release);
-            on_change(change);
         });
-        (NodeCache { store, shared }, watch)
+        (NodeCache { store, shared }, changes, watch)
     }
 
     /// The store.

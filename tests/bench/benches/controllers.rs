@@ -36,7 +36,8 @@
 //! node count, `-not-ready` marking nodes without a Ready condition or
 //! addresses, as after a zone outage: `100,1000,2000-not-ready` (default
 //! `100`; the second scenario runs in the first cluster only). The storm's
-//! controller CPU is reported beside its time.
+//! controller CPU is reported beside its time. `BENCH_KEEP_LOGS` names a
+//! directory each run's controller log is copied to.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -420,6 +421,11 @@ async fn run(assets: &Assets, contender: &Contender, scenario: Scenario, cluster
     optimized_line.iter().for_each(JoinHandle::abort);
     let _ = child.kill();
     let _ = child.wait();
+    if let Some(kept) = std::env::var_os("BENCH_KEEP_LOGS") {
+        let name = format!("{} {} {scenario:?}.log", contender.label(), cluster.label()).replace([' ', ',', '/'], "-");
+        std::fs::create_dir_all(&kept)?;
+        std::fs::copy(dir.path().join("controller.log"), Path::new(&kept).join(name))?;
+    }
     if result.is_err() {
         let log = std::fs::read_to_string(dir.path().join("controller.log")).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(20).collect();

@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_controllers::{
-    ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy, Metrics, Serves,
+    Caches, ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy, Metrics, Serves,
     Settings, enabled_controllers, names_route,
 };
 use wasm_ccm_fleet::{Event, Fleet, Offer};
@@ -438,6 +438,9 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
 
     let clients = Clients::new(&options.client).await?;
     let client = clients.root();
+    // The caches fill while the providers load, and stay warm while this
+    // replica waits to lead.
+    let caches = Caches::start(client.clone(), &options.settings, stop.child_token());
     let loader = ComponentLoader {
         engine: engine.clone(),
         client: client.clone(),
@@ -485,7 +488,8 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     }
     view.serving(members.clone());
     health.provider_loaded();
-    let manager = ControllerManager::with_providers(clients, members, options.settings, metrics.clone());
+    let manager =
+        ControllerManager::with_providers(clients, members, options.settings, metrics.clone()).with_caches(caches);
     manager.plan()?;
     let readiness = health.controllers();
     // A controller that stops on its own ends the process with its error,
