@@ -5,7 +5,8 @@
 //!   controller's own ServiceAccount identity when asked, and the
 //!   reachability of the API server for readiness;
 //! - [`informer`]: a watch-backed cache of one kind, its changes handed
-//!   to a callback, objects trimmed to what the controllers read;
+//!   to a callback and to subscribers from a replay of the cache, objects
+//!   trimmed to what the controllers read;
 //! - [`events`]: events as upstream's recorder writes them (`events.k8s.io/v1`,
 //!   series, a bounded backlog per provider).
 

@@ -10,6 +10,11 @@
 //! turn. Reported: the API server's and etcd's CPU seconds per round, and
 //! their mean per form.
 //!
+//! Then the same by what the API server answers with, the whole object or
+//! its metadata alone (`as=PartialObjectMetadata`): for the strategic merge
+//! patch of the ingress, and for the creation of 1000 events, as wasm-ccm's
+//! event writer creates them.
+//!
 //! Needs etcd and kube-apiserver (`KUBEBUILDER_ASSETS` or
 //! `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`); `BENCH_ROUNDS` sets the
 //! rounds of each form (default 6).
@@ -18,10 +23,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_bench::cpu_time;
 use wasm_ccm_bench::services::{create_all, service};
@@ -115,6 +121,51 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
+    let events: Api<Event> = Api::namespaced(plane.client(Identity::CloudControllerManager).await?, "default");
+    let mut answered: BTreeMap<(&str, Answer), Vec<f64>> = BTreeMap::new();
+    for round in 0..rounds {
+        for answer in [Answer::Object, Answer::Metadata] {
+            let (before, started) = (server_cpu(), Instant::now());
+            let writes = (0..SERVICES).map(|index| {
+                let name = service(index).metadata.name.unwrap_or_default();
+                let ip = format!("10.{}.{}.{}", (round + 100) % 250, index / 250, index % 250);
+                let patch = Patch::Strategic(json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}));
+                let request = kube::core::Request::new(services.resource_url()).patch_subresource(
+                    "status",
+                    &name,
+                    &PatchParams::default(),
+                    &patch,
+                );
+                let services = &services;
+                async move { answer.send(services, request?).await }
+            });
+            write_all(writes).await?;
+            let cpu = server_cpu() - before;
+            println!(
+                "round {round}: ingress patch answered with {answer:?}: {cpu:.2} s of CPU in {:.2?}",
+                started.elapsed()
+            );
+            answered.entry(("ingress patch", answer)).or_default().push(cpu);
+
+            let (before, started) = (server_cpu(), Instant::now());
+            let writes = (0..SERVICES).map(|index| {
+                let body = serde_json::to_vec(&event(round, index, answer));
+                let events = &events;
+                async move {
+                    let request = kube::core::Request::new(events.resource_url()).create(&PostParams::default(), body?);
+                    answer.send(events, request?).await
+                }
+            });
+            write_all(writes).await?;
+            let cpu = server_cpu() - before;
+            println!(
+                "round {round}: event creation answered with {answer:?}: {cpu:.2} s of CPU in {:.2?}",
+                started.elapsed()
+            );
+            answered.entry(("event creation", answer)).or_default().push(cpu);
+        }
+    }
+
     println!("\n| Service carries | patch | API server + etcd CPU per {SERVICES} patches (mean) | rounds |");
     println!("|---|---|---|---|");
     for ((claim, form), cpu) in &spent {
@@ -122,7 +173,74 @@ async fn main() -> anyhow::Result<()> {
         let each: Vec<String> = cpu.iter().map(|seconds| format!("{seconds:.2}")).collect();
         println!("| {claim:?} | {form:?} | {mean:.2} s | {} |", each.join(", "));
     }
+    println!("\n| write | answered with | API server + etcd CPU per {SERVICES} writes (mean) | rounds |");
+    println!("|---|---|---|---|");
+    for ((write, answer), cpu) in &answered {
+        let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
+        let each: Vec<String> = cpu.iter().map(|seconds| format!("{seconds:.2}")).collect();
+        println!("| {write} | {answer:?} | {mean:.2} s | {} |", each.join(", "));
+    }
     Ok(())
+}
+
+/// What the API server answers a write with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Answer {
+    /// The whole object, as kube's `Api` asks.
+    Object,
+    /// Its metadata alone (`as=PartialObjectMetadata`).
+    Metadata,
+}
+
+impl Answer {
+    /// Sends `request` through `api`'s client, asking for this answer, and
+    /// reads the answer whole.
+    async fn send<K: kube::Resource + Clone>(
+        self,
+        api: &Api<K>,
+        mut request: http::Request<Vec<u8>>,
+    ) -> anyhow::Result<()> {
+        if self == Answer::Metadata {
+            let metadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+            request.headers_mut().insert(http::header::ACCEPT, http::HeaderValue::from_static(metadata));
+        }
+        let answer: Value = api.clone().into_client().request(request).await?;
+        let kind = answer["kind"].as_str().unwrap_or_default();
+        anyhow::ensure!((kind == "PartialObjectMetadata") == (self == Answer::Metadata), "answered with a {kind}");
+        Ok(())
+    }
+}
+
+/// An event about Service `index`, as wasm-ccm's event writer makes them.
+fn event(round: usize, index: usize, answer: Answer) -> Event {
+    let service = service(index).metadata.name.unwrap_or_default();
+    Event {
+        metadata: ObjectMeta {
+            name: Some(format!("{service}.{round}.{answer:?}").to_lowercase()),
+            ..ObjectMeta::default()
+        },
+        action: Some("EnsuredLoadBalancer".into()),
+        reason: Some("EnsuredLoadBalancer".into()),
+        note: Some("Ensured load balancer".into()),
+        type_: Some("Normal".into()),
+        event_time: Some(MicroTime(Timestamp::now())),
+        regarding: Some(ObjectReference {
+            kind: Some("Service".into()),
+            namespace: Some("default".into()),
+            name: Some(service),
+            api_version: Some("v1".into()),
+            ..ObjectReference::default()
+        }),
+        reporting_controller: Some("service-controller".into()),
+        reporting_instance: Some("bench/provider_fake".into()),
+        ..Event::default()
+    }
+}
+
+/// Runs `writes`, [`AT_ONCE`] at a time.
+async fn write_all(writes: impl Iterator<Item = impl Future<Output = anyhow::Result<()>>>) -> anyhow::Result<()> {
+    let results: Vec<_> = futures::stream::iter(writes).buffer_unordered(AT_ONCE).collect().await;
+    results.into_iter().collect()
 }
 
 /// Patches the status of every Service of `claim`'s kind with `patch` of
