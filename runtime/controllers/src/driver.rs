@@ -17,8 +17,9 @@ use crate::runner::Stopped;
 use wasm_ccm_kube::informer::Change;
 
 /// What a controller hears of the shared watches: every change, after the
-/// cache applied it, in the order they came. Changes reach it from when the
-/// caches are synced, those of the initial lists included.
+/// cache applied it, in the order they came. From when the caches are
+/// synced: first each cache replayed as it stands, as a list would give it,
+/// then every change after.
 pub(crate) trait Watcher: Send + Sync {
     /// A node changed.
     fn node(&self, _change: &Change<Node>) {}
