@@ -137,6 +137,32 @@ pub(crate) fn compiler_config(tier: Tier, opt_level: OptLevel) -> Config {
     config
 }
 
+/// `config` allocating its instances as `settings` say: from a pool sized
+/// for their number, or on demand.
+fn allocating(mut config: Config, settings: &EngineSettings) -> Config {
+    if let Allocation::Pooling { instances } = settings.allocation {
+        let mut pool = PoolingAllocationConfig::default();
+        // A Rust component built for wasm32-wasip2 has a handful of core
+        // instances (the program, the WASI adapter, shims), one memory and
+        // a couple of tables.
+        pool.total_component_instances(instances)
+            .total_core_instances(instances.saturating_mul(8))
+            .total_memories(instances.saturating_mul(2))
+            .total_tables(instances.saturating_mul(4))
+            .total_stacks(instances)
+            .max_core_instances_per_component(per_component(MAX_CORE_INSTANCES))
+            .max_memories_per_component(per_component(MAX_MEMORIES))
+            .max_tables_per_component(per_component(MAX_TABLES))
+            .table_elements(MAX_TABLE_ELEMENTS)
+            .max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX))
+            .linear_memory_keep_resident(MEMORY_KEPT_RESIDENT)
+            .table_keep_resident(TABLE_KEPT_RESIDENT)
+            .pagemap_scan(wasmtime::Enabled::Auto);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
 /// One compiler's wasmtime engine, and the compile cache of its code.
 #[derive(Clone)]
 pub(crate) struct Backend {
@@ -159,7 +185,8 @@ pub struct Engine {
 struct Inner {
     /// Cranelift's: the code calls run.
     optimizing: Backend,
-    /// Winch's, where this machine has it: code that runs once.
+    /// Winch's, where this machine has it: code that runs once, and the
+    /// calls until Cranelift's code is ready.
     baseline: Option<Backend>,
     /// Turns to compile, so that compiles cannot pile up.
     compiling: Arc<tokio::sync::Semaphore>,
@@ -191,44 +218,26 @@ impl Engine {
         if settings.compile_parallelism == 0 {
             return Err(LoadError::Engine("the compile parallelism must be at least 1".to_owned()));
         }
-        let mut config = compiler_config(Tier::Optimizing, settings.opt_level);
-        if let Allocation::Pooling { instances } = settings.allocation {
-            let mut pool = PoolingAllocationConfig::default();
-            // A Rust component built for wasm32-wasip2 has a handful of core
-            // instances (the program, the WASI adapter, shims), one memory and
-            // a couple of tables.
-            pool.total_component_instances(instances)
-                .total_core_instances(instances.saturating_mul(8))
-                .total_memories(instances.saturating_mul(2))
-                .total_tables(instances.saturating_mul(4))
-                .total_stacks(instances)
-                .max_core_instances_per_component(per_component(MAX_CORE_INSTANCES))
-                .max_memories_per_component(per_component(MAX_MEMORIES))
-                .max_tables_per_component(per_component(MAX_TABLES))
-                .table_elements(MAX_TABLE_ELEMENTS)
-                .max_memory_size(usize::try_from(settings.max_memory).unwrap_or(usize::MAX))
-                .linear_memory_keep_resident(MEMORY_KEPT_RESIDENT)
-                .table_keep_resident(TABLE_KEPT_RESIDENT)
-                .pagemap_scan(wasmtime::Enabled::Auto);
-            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        }
+        let config = allocating(compiler_config(Tier::Optimizing, settings.opt_level), &settings);
         let engine = wasmtime::Engine::new(&config).map_err(LoadError::engine)?;
         let cache = match &settings.compile_cache {
             Some(dir) => Some(CompileCache::open(dir, &engine, settings.compile_cache_max_bytes)?),
             None => None,
         };
-        // Its instances are few, one per load: allocated on demand, within
-        // the store's memory limit. Its code is cached beside Cranelift's.
-        let baseline = match wasmtime::Engine::new(&compiler_config(Tier::Baseline, settings.opt_level)) {
-            Ok(engine) => {
-                let cache = cache.as_ref().map(|cache| cache.for_engine(&engine));
-                Some(Backend { tier: Tier::Baseline, engine, cache })
-            }
-            Err(err) => {
-                tracing::info!("no baseline compiler on this machine; Cranelift compiles every component: {err:#}");
-                None
-            }
-        };
+        // Its instances run `initialize` once per load, and the calls until
+        // Cranelift's code is ready, from a pool of their own. Its code is
+        // cached beside Cranelift's.
+        let baseline =
+            match wasmtime::Engine::new(&allocating(compiler_config(Tier::Baseline, settings.opt_level), &settings)) {
+                Ok(engine) => {
+                    let cache = cache.as_ref().map(|cache| cache.for_engine(&engine));
+                    Some(Backend { tier: Tier::Baseline, engine, cache })
+                }
+                Err(err) => {
+                    tracing::info!("no baseline compiler on this machine; Cranelift compiles every component: {err:#}");
+                    None
+                }
+            };
         let optimizing = Backend { tier: Tier::Optimizing, engine, cache };
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
@@ -404,6 +413,19 @@ mod tests {
     /// Compiles the component text `wat` with the backends of `tier`.
     async fn compiled_by(engine: &Engine, tier: Tier, wat: &str) -> (Component, Tier) {
         engine.compile_fresh(Arc::from(wat.as_bytes()), &engine.backends(tier)).await.unwrap()
+    }
+
+    #[test]
+    fn both_compilers_instances_come_from_pools_unless_allocated_on_demand() {
+        let pooled = |settings: EngineSettings| {
+            let engine = Engine::new(settings).unwrap();
+            let backends = [Tier::Baseline, Tier::Optimizing].map(|tier| engine.backends(tier)[0].clone());
+            backends.map(|backend| (backend.tier, backend.engine.pooling_allocator_metrics().is_some()))
+        };
+        let expected = [(Tier::Baseline, true), (Tier::Optimizing, true)];
+        assert_eq!(pooled(EngineSettings::default()), expected, "Winch's calls as cheap to start as Cranelift's");
+        let on_demand = EngineSettings { allocation: Allocation::OnDemand, ..EngineSettings::default() };
+        assert_eq!(pooled(on_demand), [(Tier::Baseline, false), (Tier::Optimizing, false)]);
     }
 
     #[tokio::test]
