@@ -89,7 +89,8 @@ impl Default for EngineSettings {
 /// starts a fresh instance, so handing its pages back meant taking them
 /// again in the next call, page fault by page fault, with the TLB
 /// shootdowns of both: an `update` lending 5000 nodes took 3.7 times as
-/// long. At most `max_unused_warm_slots` (100) idle slots keep this much.
+/// long. At most `max_unused_warm_slots` (100) idle slots of each pool keep
+/// this much.
 const MEMORY_KEPT_RESIDENT: usize = 512 << 10;
 
 /// As [`MEMORY_KEPT_RESIDENT`], for a slot's tables.

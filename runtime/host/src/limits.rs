@@ -60,9 +60,9 @@ impl Default for Limits {
 
 /// Elements a table may have: wasmtime's pool's default, far above what a
 /// Rust provider needs. The pools and instances allocated on demand
-/// (`Allocation::OnDemand`) are held to the same bounds, since tables and
-/// instances take the host's memory, which the memory limit does not
-/// count.
+/// ([`Allocation::OnDemand`](crate::Allocation::OnDemand)) are held to the
+/// same bounds, since tables and instances take the host's memory, which
+/// the memory limit does not count.
 pub(crate) const MAX_TABLE_ELEMENTS: usize = 20_000;
 /// Tables an instance may have: a Rust provider has a couple.
 pub(crate) const MAX_TABLES: usize = 8;
