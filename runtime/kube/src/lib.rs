@@ -8,11 +8,13 @@
 //!   to a callback and to subscribers from a replay of the cache, objects
 //!   trimmed to what the controllers read;
 //! - [`events`]: events as upstream's recorder writes them (`events.k8s.io/v1`,
-//!   series, a bounded backlog per provider).
+//!   series, a bounded backlog per provider);
+//! - [`writes`]: writes answered with the object's metadata alone.
 
 pub mod client;
 pub mod events;
 pub mod informer;
+pub mod writes;
 
 pub use client::reachability::is_transport_error;
 pub use client::{ClientError, ClientSettings, Clients};

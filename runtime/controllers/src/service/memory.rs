@@ -31,9 +31,20 @@ struct Remembered {
     /// When its load balancer was last ensured.
     ensured: Option<Instant>,
     /// The status last written, and what the API server made of it.
-    written: Option<(LoadBalancerStatus, LoadBalancerStatus)>,
+    written: Option<Written>,
     /// Queued by the resync, with no change since.
     resync: bool,
+}
+
+/// A status written into a Service, and how to tell what the API server
+/// kept of it: the copy the write left, known by its resource version, holds
+/// it.
+#[derive(Debug)]
+struct Written {
+    sent: LoadBalancerStatus,
+    version: Option<String>,
+    /// What the API server kept, once a copy of that version was seen.
+    kept: Option<LoadBalancerStatus>,
 }
 
 /// What a copy seen in the cache tells of the Service.
@@ -164,18 +175,64 @@ impl Memory {
         stale.map(|(key, _)| key.clone()).collect()
     }
 
-    /// Whether `current`, the status the API server has, is what writing
-    /// `desired` gave last time: then it needs no writing, even when the
-    /// server dropped a field it does not know (`ipMode` before 1.29).
-    pub(super) fn written(&self, key: &ServiceKey, desired: &LoadBalancerStatus, current: &LoadBalancerStatus) -> bool {
-        self.lock()
-            .get(key)
-            .and_then(|remembered| remembered.written.as_ref())
-            .is_some_and(|(sent, kept)| sent == desired && kept == current)
+    /// Whether `service`'s status, as the API server has it, is what
+    /// writing `desired` gave last time: then it needs no writing, even when
+    /// the server dropped a field it does not know (`ipMode` before 1.29).
+    /// The copy the write left tells what the server kept; later copies are
+    /// compared with that.
+    pub(super) fn written(&self, key: &ServiceKey, desired: &LoadBalancerStatus, service: &Service) -> bool {
+        let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
+        let mut services = self.lock();
+        let Some(written) = services.get_mut(key).and_then(|remembered| remembered.written.as_mut()) else {
+            return false;
+        };
+        if written.sent != *desired {
+            return false;
+        }
+        if written.version.is_some() && service.metadata.resource_version == written.version {
+            written.kept = Some(current.clone());
+        }
+        written.kept.as_ref() == Some(&current)
     }
 
-    /// Records that writing `desired` gave `kept`.
-    pub(super) fn wrote(&self, key: &ServiceKey, desired: LoadBalancerStatus, kept: LoadBalancerStatus) {
-        self.with(key, |remembered| remembered.written = Some((desired, kept)));
+    /// Records that writing `desired` left the Service at `version`.
+    pub(super) fn wrote(&self, key: &ServiceKey, desired: LoadBalancerStatus, version: Option<String>) {
+        self.with(key, |remembered| remembered.written = Some(Written { sent: desired, version, kept: None }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{LoadBalancerIngress, ServiceStatus};
+    use kube::runtime::reflector::ObjectRef;
+
+    use super::*;
+    use crate::fixtures::ServiceFixture;
+
+    fn status(ip: &str, mode: Option<&str>) -> LoadBalancerStatus {
+        let ingress = LoadBalancerIngress { ip: Some(ip.into()), ip_mode: mode.map(Into::into), ..Default::default() };
+        LoadBalancerStatus { ingress: Some(vec![ingress]) }
+    }
+
+    fn copy(version: &str, status: LoadBalancerStatus) -> Service {
+        let mut service = Service::test("web");
+        service.metadata.resource_version = Some(version.into());
+        service.status = Some(ServiceStatus { load_balancer: Some(status), ..Default::default() });
+        service
+    }
+
+    #[test]
+    fn a_written_status_is_known_by_the_copy_the_write_left_then_by_what_the_server_kept() {
+        let memory = Memory::default();
+        let key = ObjectRef::from_obj(&Service::test("web"));
+        let desired = status("203.0.113.1", Some("VIP"));
+        // The server keeps no `ipMode`.
+        let kept = status("203.0.113.1", None);
+        memory.wrote(&key, desired.clone(), Some("7".into()));
+        assert!(!memory.written(&key, &desired, &copy("6", LoadBalancerStatus::default())), "a copy from before");
+        assert!(memory.written(&key, &desired, &copy("7", kept.clone())), "the copy the write left");
+        assert!(memory.written(&key, &desired, &copy("8", kept.clone())), "a later copy with what was kept");
+        assert!(!memory.written(&key, &desired, &copy("9", status("198.51.100.1", None))), "someone else's status");
+        assert!(!memory.written(&key, &status("203.0.113.2", None), &copy("7", kept)), "another status desired");
     }
 }

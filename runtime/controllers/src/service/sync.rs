@@ -12,6 +12,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
+use wasm_ccm_kube::writes;
 
 use super::ServiceKey;
 use super::claim::{Claim, Decision, annotation};
@@ -156,7 +157,7 @@ impl<C: Cloud> ServiceSync<C> {
             return Err(refused.into());
         }
         let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
-        if quiet && (same_ingress(&current, &status) || self.memory.written(key, &status, &current)) {
+        if quiet && (same_ingress(&current, &status) || self.memory.written(key, &status, &service)) {
             tracing::debug!(service = %key, "the resync found the load balancer as it should be");
         } else {
             self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
@@ -273,7 +274,7 @@ impl<C: Cloud> ServiceSync<C> {
         desired: LoadBalancerStatus,
     ) -> Result<(), Error> {
         let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
-        if same_ingress(&current, &desired) || self.memory.written(key, &desired, &current) {
+        if same_ingress(&current, &desired) || self.memory.written(key, &desired, service) {
             return Ok(());
         }
         let ingress = desired.ingress.as_ref().filter(|ingress| !ingress.is_empty());
@@ -281,11 +282,12 @@ impl<C: Cloud> ServiceSync<C> {
         // merge key, so it is replaced as a merge patch would, and the API
         // server applies it with less work (RESULTS.md).
         let patch = Patch::Strategic(json!({"status": {"loadBalancer": {"ingress": ingress}}}));
-        let patched = self.api(service).patch_status(&name(service), &PatchParams::default(), &patch).await;
+        // Answered with the metadata alone: the cache's copy of the
+        // version it gives holds the status as the API server kept it.
+        let patched = writes::patch_status(&self.api(service), &name(service), &PatchParams::default(), &patch).await;
         match patched.map_err(Error::api("failed to update load balancer status")) {
-            Ok(updated) => {
-                let kept = updated.status.and_then(|status| status.load_balancer).unwrap_or_default();
-                self.memory.wrote(key, desired, kept);
+            Ok(answer) => {
+                self.memory.wrote(key, desired, answer.metadata.resource_version);
                 Ok(())
             }
             // The Service can disappear right after its finalizer goes.
