@@ -125,7 +125,6 @@ async fn main() -> anyhow::Result<()> {
     let mut answered: BTreeMap<(&str, Answer), Vec<f64>> = BTreeMap::new();
     for round in 0..rounds {
         for answer in [Answer::Object, Answer::Metadata] {
-            let (before, started) = (server_cpu(), Instant::now());
             let writes = (0..SERVICES).map(|index| {
                 let name = service(index).metadata.name.unwrap_or_default();
                 let ip = format!("10.{}.{}.{}", (round + 100) % 250, index / 250, index % 250);
@@ -139,15 +138,9 @@ async fn main() -> anyhow::Result<()> {
                 let services = &services;
                 async move { answer.send(services, request?).await }
             });
-            write_all(writes).await?;
-            let cpu = server_cpu() - before;
-            println!(
-                "round {round}: ingress patch answered with {answer:?}: {cpu:.2} s of CPU in {:.2?}",
-                started.elapsed()
-            );
+            let cpu = timed(round, "ingress patch", answer, &server_cpu, writes).await?;
             answered.entry(("ingress patch", answer)).or_default().push(cpu);
 
-            let (before, started) = (server_cpu(), Instant::now());
             let writes = (0..SERVICES).map(|index| {
                 let body = serde_json::to_vec(&event(round, index, answer));
                 let events = &events;
@@ -156,12 +149,7 @@ async fn main() -> anyhow::Result<()> {
                     answer.send(events, request?).await
                 }
             });
-            write_all(writes).await?;
-            let cpu = server_cpu() - before;
-            println!(
-                "round {round}: event creation answered with {answer:?}: {cpu:.2} s of CPU in {:.2?}",
-                started.elapsed()
-            );
+            let cpu = timed(round, "event creation", answer, &server_cpu, writes).await?;
             answered.entry(("event creation", answer)).or_default().push(cpu);
         }
     }
@@ -235,6 +223,22 @@ fn event(round: usize, index: usize, answer: Answer) -> Event {
         reporting_instance: Some("bench/provider_fake".into()),
         ..Event::default()
     }
+}
+
+/// Runs `writes` of `round`, answered with `answer`, and says what they
+/// cost the API server and etcd (`server_cpu`), in CPU seconds.
+async fn timed(
+    round: usize,
+    write: &str,
+    answer: Answer,
+    server_cpu: &impl Fn() -> f64,
+    writes: impl Iterator<Item = impl Future<Output = anyhow::Result<()>>>,
+) -> anyhow::Result<f64> {
+    let (before, started) = (server_cpu(), Instant::now());
+    write_all(writes).await?;
+    let cpu = server_cpu() - before;
+    println!("round {round}: {write} answered with {answer:?}: {cpu:.2} s of CPU in {:.2?}", started.elapsed());
+    Ok(cpu)
 }
 
 /// Runs `writes`, [`AT_ONCE`] at a time.
