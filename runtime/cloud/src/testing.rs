@@ -32,6 +32,8 @@ struct CloudState {
     load_balancers: BTreeMap<String, Vec<String>>,
     routes: Vec<Route>,
     calls: Vec<String>,
+    /// The copy of each Service the last ensure was given, by `namespace/name`.
+    ensured_with: HashMap<String, Service>,
     failures: HashMap<Function, ProviderError>,
 }
 
@@ -56,6 +58,7 @@ impl Default for TestCloud {
             load_balancers: BTreeMap::new(),
             routes: Vec::new(),
             calls: Vec::new(),
+            ensured_with: HashMap::new(),
             failures: HashMap::new(),
         };
         TestCloud { state: Arc::new(Mutex::new(state)) }
@@ -135,6 +138,12 @@ impl TestCloud {
         self.lock().load_balancers.get(key).cloned()
     }
 
+    /// The copy of Service `key` (`namespace/name`) the last ensure was
+    /// given, whether or not it failed.
+    pub fn ensured_with(&self, key: &str) -> Option<Service> {
+        self.lock().ensured_with.get(key).cloned()
+    }
+
     /// The routes.
     pub fn routes(&self) -> Vec<Route> {
         self.lock().routes.clone()
@@ -202,6 +211,7 @@ impl Cloud for TestCloud {
         nodes: &NodeSet,
     ) -> Result<LoadBalancerStatus, ProviderError> {
         let key = service_key(service);
+        self.lock().ensured_with.insert(key.clone(), service.clone());
         self.call(Function::EnsureLoadBalancer, &key)?;
         self.lock().load_balancers.insert(key.clone(), names(nodes));
         Ok(Self::status(&key))

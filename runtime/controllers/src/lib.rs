@@ -48,6 +48,5 @@ pub use metrics::Metrics;
 pub use serves::Serves;
 pub use service::ingress::{IngressRanges, InvalidIngressRange};
 pub use service::ownership;
-pub use service::ownership::claim_patch;
 pub use service::policy::LoadBalancerPolicy;
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

@@ -11,9 +11,11 @@
 //! their mean per form.
 //!
 //! Then the same by what the API server answers with, the whole object or
-//! its metadata alone (`as=PartialObjectMetadata`): for the strategic merge
-//! patch of the ingress, and for the creation of 1000 events, as wasm-ccm's
-//! event writer creates them.
+//! its metadata alone (`as=PartialObjectMetadata`): for the claim of 1000
+//! Services (the finalizer and the ownership record, released after each
+//! round), for
+//! the strategic merge patch of the ingress, and for the creation of 1000
+//! events, as wasm-ccm's event writer creates them.
 //!
 //! Needs etcd and kube-apiserver (`KUBEBUILDER_ASSETS` or
 //! `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`); `BENCH_ROUNDS` sets the
@@ -31,7 +33,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_bench::cpu_time;
 use wasm_ccm_bench::services::{create_all, service};
-use wasm_ccm_controllers::claim_patch;
+use wasm_ccm_controllers::ownership::{claim_patch, release_patch};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 
 /// Services of each kind, and patches per round.
@@ -123,18 +125,34 @@ async fn main() -> anyhow::Result<()> {
 
     let events: Api<Event> = Api::namespaced(plane.client(Identity::CloudControllerManager).await?, "default");
     let mut answered: BTreeMap<(&str, Answer), Vec<f64>> = BTreeMap::new();
+    let unclaimed = 2 * SERVICES..3 * SERVICES;
+    create_all(&admin, unclaimed.clone().map(service).collect()).await?;
     for round in 0..rounds {
         for answer in [Answer::Object, Answer::Metadata] {
+            let writes = unclaimed.clone().map(|index| {
+                let name = service(index).metadata.name.unwrap_or_default();
+                let request = status_patch(&services, &name, claim_patch("bench", Time(Timestamp::now())));
+                let services = &services;
+                async move { answer.send(services, request?).await }
+            });
+            let cpu = timed(round, "claim patch", answer, &server_cpu, writes).await?;
+            answered.entry(("claim patch", answer)).or_default().push(cpu);
+            write_all(unclaimed.clone().map(|index| {
+                let name = service(index).metadata.name.unwrap_or_default();
+                let services = &services;
+                async move {
+                    let release = Patch::Strategic(release_patch());
+                    services.patch_status(&name, &PatchParams::default(), &release).await?;
+                    Ok(())
+                }
+            }))
+            .await?;
+
             let writes = (0..SERVICES).map(|index| {
                 let name = service(index).metadata.name.unwrap_or_default();
                 let ip = format!("10.{}.{}.{}", (round + 100) % 250, index / 250, index % 250);
-                let patch = Patch::Strategic(json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}));
-                let request = kube::core::Request::new(services.resource_url()).patch_subresource(
-                    "status",
-                    &name,
-                    &PatchParams::default(),
-                    &patch,
-                );
+                let request =
+                    status_patch(&services, &name, json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}));
                 let services = &services;
                 async move { answer.send(services, request?).await }
             });
@@ -197,6 +215,16 @@ impl Answer {
         anyhow::ensure!((kind == "PartialObjectMetadata") == (self == Answer::Metadata), "answered with a {kind}");
         Ok(())
     }
+}
+
+/// The request for a strategic merge patch of Service `name`'s status.
+fn status_patch(
+    services: &Api<Service>,
+    name: &str,
+    patch: Value,
+) -> Result<http::Request<Vec<u8>>, kube::core::request::Error> {
+    let request = kube::core::Request::new(services.resource_url());
+    request.patch_subresource("status", name, &PatchParams::default(), &Patch::Strategic(patch))
 }
 
 /// An event about Service `index`, as wasm-ccm's event writer makes them.
