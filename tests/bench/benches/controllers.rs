@@ -37,7 +37,9 @@
 //! addresses, as after a zone outage: `100,1000,2000-not-ready` (default
 //! `100`; the second scenario runs in the first cluster only). The storm's
 //! controller CPU is reported beside its time. `BENCH_KEEP_LOGS` names a
-//! directory each run's controller log is copied to.
+//! directory each run's controller log is copied to. `BENCH_PAIRS` runs
+//! tuned upstream and wasm-ccm at its defaults that many times in turn in
+//! each scenario, and reports each pair's ratios and their median.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -61,6 +63,14 @@ use wasm_ccm_tests::repository;
 static SERVICES: LazyLock<usize> = LazyLock::new(|| match std::env::var("BENCH_SERVICES") {
     Ok(count) => count.parse().unwrap_or_else(|_| panic!("BENCH_SERVICES: {count:?} is not a Service count")),
     Err(_) => 1000,
+});
+/// How many times tuned upstream and wasm-ccm at its defaults run, one
+/// after the other, in each scenario: `BENCH_PAIRS`, or 1.
+static PAIRS: LazyLock<usize> = LazyLock::new(|| match std::env::var("BENCH_PAIRS") {
+    Ok(count) => {
+        count.parse().ok().filter(|&count| count > 0).unwrap_or_else(|| panic!("BENCH_PAIRS: {count:?} is not a count"))
+    }
+    Err(_) => 1,
 });
 const STORM: usize = 10;
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -472,27 +482,55 @@ async fn storm(
 }
 
 /// wasm-ccm at its defaults against tuned upstream, in this run.
+/// Whether `contender` is one of the pair each ratio compares.
+fn paired(contender: &Contender) -> bool {
+    match contender {
+        Contender::UpstreamTuned => true,
+        Contender::WasmCcm { faults, go } => !go && faults.as_object().is_none_or(|faults| faults.is_empty()),
+        Contender::UpstreamDefaults => false,
+    }
+}
+
+/// wasm-ccm's time to all ingress, peak RSS and storm against tuned
+/// upstream's, pair by pair in the order they ran, then their medians.
 fn ratios(runs: &[(Contender, Run)]) {
-    let find =
-        |wanted: fn(&Contender) -> bool| runs.iter().find(|(contender, _)| wanted(contender)).map(|(_, run)| run);
-    let upstream = find(|contender| matches!(contender, Contender::UpstreamTuned));
-    let ours = find(
-        |contender| matches!(contender, Contender::WasmCcm { faults, go: false } if faults.as_object().is_none_or(|f| f.is_empty())),
-    );
-    let (Some(upstream), Some(ours)) = (upstream, ours) else { return };
-    let mut line = format!(
-        "\nwasm-ccm / tuned upstream: all ingress {:.2}×, peak RSS {:.2}×",
-        ours.time.as_secs_f64() / upstream.time.as_secs_f64(),
-        ours.peak_kib as f64 / upstream.peak_kib as f64,
-    );
-    if let (Some((ours_time, ours_cpu)), Some((upstream_time, upstream_cpu))) = (ours.storm, upstream.storm) {
-        line += &format!(
-            ", storm {:.2}× (CPU {:.2}×)",
-            ours_time.as_secs_f64() / upstream_time.as_secs_f64(),
-            ours_cpu / upstream_cpu.max(0.01)
+    let of = |wanted: fn(&Contender) -> bool| {
+        runs.iter().filter(move |(contender, _)| paired(contender) && wanted(contender)).map(|(_, run)| run)
+    };
+    let upstream = of(|contender| matches!(contender, Contender::UpstreamTuned));
+    let pairs: Vec<(&Run, &Run)> =
+        of(|contender| matches!(contender, Contender::WasmCcm { .. })).zip(upstream).collect();
+    let mut time = Vec::new();
+    let mut memory = Vec::new();
+    for (ours, upstream) in &pairs {
+        let (time_ratio, memory_ratio) =
+            (ours.time.as_secs_f64() / upstream.time.as_secs_f64(), ours.peak_kib as f64 / upstream.peak_kib as f64);
+        time.push(time_ratio);
+        memory.push(memory_ratio);
+        let mut line = format!("wasm-ccm / tuned upstream: all ingress {time_ratio:.2}×, peak RSS {memory_ratio:.2}×");
+        if let (Some((ours_time, ours_cpu)), Some((upstream_time, upstream_cpu))) = (ours.storm, upstream.storm) {
+            line += &format!(
+                ", storm {:.2}× (CPU {:.2}×)",
+                ours_time.as_secs_f64() / upstream_time.as_secs_f64(),
+                ours_cpu / upstream_cpu.max(0.01)
+            );
+        }
+        println!("\n{line}");
+    }
+    if pairs.len() > 1 {
+        println!(
+            "\nmedian of {} pairs: all ingress {:.2}×, peak RSS {:.2}×",
+            pairs.len(),
+            median(&mut time),
+            median(&mut memory)
         );
     }
-    println!("{line}");
+}
+
+/// The median of `values`, the upper one of an even count.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 fn row(contender: &Contender, run: &Run, services: usize) {
@@ -538,9 +576,11 @@ fn main() -> anyhow::Result<()> {
                     contenders.push(Contender::WasmCcm { faults: json!({}), go: true });
                 }
             }
-            for contender in contenders {
-                let run = run(&assets, &contender, scenario, cluster).await?;
-                runs.push((contender, run));
+            for pair in 0..*PAIRS {
+                for contender in contenders.iter().filter(|contender| pair == 0 || paired(contender)) {
+                    let run = run(&assets, contender, scenario, cluster).await?;
+                    runs.push((contender.clone(), run));
+                }
             }
             match scenario {
                 Scenario::Existing => println!(
