@@ -10,8 +10,9 @@
 //! turn. Reported: the API server's and etcd's CPU seconds per round, and
 //! their mean per form.
 //!
-//! Then the same by what the API server answers with, the whole object or
-//! its metadata alone (`as=PartialObjectMetadata`): for the claim of 1000
+//! Then the same by what the API server answers with, the whole object, its
+//! metadata alone (`as=PartialObjectMetadata`) or the whole object in
+//! protobuf (read, not decoded: kube-rs speaks JSON): for the claim of 1000
 //! Services (the finalizer and the ownership record, released after each
 //! round), for
 //! the strategic merge patch of the ingress, and for the creation of 1000
@@ -128,7 +129,7 @@ async fn main() -> anyhow::Result<()> {
     let unclaimed = 2 * SERVICES..3 * SERVICES;
     create_all(&admin, unclaimed.clone().map(service).collect()).await?;
     for round in 0..rounds {
-        for answer in [Answer::Object, Answer::Metadata] {
+        for answer in [Answer::Object, Answer::Metadata, Answer::Protobuf] {
             let writes = unclaimed.clone().map(|index| {
                 let name = service(index).metadata.name.unwrap_or_default();
                 let request = status_patch(&services, &name, claim_patch("bench", Time(Timestamp::now())));
@@ -196,6 +197,8 @@ enum Answer {
     Object,
     /// Its metadata alone (`as=PartialObjectMetadata`).
     Metadata,
+    /// The whole object in protobuf, read but not decoded.
+    Protobuf,
 }
 
 impl Answer {
@@ -206,11 +209,22 @@ impl Answer {
         api: &Api<K>,
         mut request: http::Request<Vec<u8>>,
     ) -> anyhow::Result<()> {
-        if self == Answer::Metadata {
-            let metadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
-            request.headers_mut().insert(http::header::ACCEPT, http::HeaderValue::from_static(metadata));
+        let accept = match self {
+            Answer::Object => None,
+            Answer::Metadata => Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"),
+            Answer::Protobuf => Some("application/vnd.kubernetes.protobuf"),
+        };
+        if let Some(accept) = accept {
+            request.headers_mut().insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
         }
-        let answer: Value = api.clone().into_client().request(request).await?;
+        let client = api.clone().into_client();
+        if self == Answer::Protobuf {
+            let mut answer = Vec::new();
+            futures::AsyncReadExt::read_to_end(&mut client.request_stream(request).await?, &mut answer).await?;
+            anyhow::ensure!(answer.starts_with(b"k8s\0"), "not answered in protobuf");
+            return Ok(());
+        }
+        let answer: Value = client.request(request).await?;
         let kind = answer["kind"].as_str().unwrap_or_default();
         anyhow::ensure!((kind == "PartialObjectMetadata") == (self == Answer::Metadata), "answered with a {kind}");
         Ok(())
