@@ -127,6 +127,8 @@ async fn main() -> anyhow::Result<()> {
     let events: Api<Event> = Api::namespaced(plane.client(Identity::CloudControllerManager).await?, "default");
     let mut answered: BTreeMap<(&str, Answer), Vec<f64>> = BTreeMap::new();
     let unclaimed = 2 * SERVICES..3 * SERVICES;
+    // A Service as the claim leaves it, whose release takes the record.
+    let claimed: Service = serde_json::from_value(claim_patch("bench", Time(Timestamp::now())))?;
     create_all(&admin, unclaimed.clone().map(service).collect()).await?;
     for round in 0..rounds {
         for answer in [Answer::Object, Answer::Metadata, Answer::Protobuf] {
@@ -140,9 +142,9 @@ async fn main() -> anyhow::Result<()> {
             answered.entry(("claim patch", answer)).or_default().push(cpu);
             write_all(unclaimed.clone().map(|index| {
                 let name = service(index).metadata.name.unwrap_or_default();
-                let services = &services;
+                let (services, claimed) = (&services, &claimed);
                 async move {
-                    let release = Patch::Strategic(release_patch());
+                    let release = Patch::Strategic(release_patch(claimed));
                     services.patch_status(&name, &PatchParams::default(), &release).await?;
                     Ok(())
                 }

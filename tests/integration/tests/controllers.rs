@@ -2,16 +2,20 @@
 //! component in real wasmtime, and what upstream's controllers would do.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{DeleteParams, Patch, PatchParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use serde_json::{Value, json};
 use wasm_ccm_controllers::{
     ControllerManager, ControllerName, Metrics, SHUTDOWN_TAINT, Settings, UNINITIALIZED_TAINT, enabled_controllers,
     names_route, ownership,
 };
+use wasm_ccm_tests::ServiceFixture;
 use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::cluster::{NewNode, TestCluster, cloud_taints, fast_settings};
 use wasm_ccm_tests::on_both_api_servers;
@@ -194,6 +198,65 @@ async fn load_balancer_lifecycle(backend: &Backend) {
         })
         .await;
     assert!(cluster.cloud.objects("addresses").is_empty(), "the address went back to the pool");
+}
+
+/// A Service upstream's controller left with its finalizer alone, no
+/// ownership record, is let go once it wants no load balancer: the release
+/// takes away a record that is not there without writing one, whether the
+/// Service never had one or had one released before. Every version the API
+/// server keeps of it is read untyped, so that one no client can read shows.
+async fn a_service_with_upstream_s_finalizer_alone_is_let_go(backend: &Backend) {
+    let cluster = TestCluster::start(backend, instances(), fast_settings()).await;
+    cluster.create_node(NewNode::ready("node-a")).await;
+    let services = cluster.services();
+    let untyped: Api<DynamicObject> =
+        Api::namespaced_with(services.clone().into_client(), "default", &ApiResource::erase::<Service>(&()));
+    let mut versions = untyped.watch(&WatchParams::default(), "0").await.unwrap().boxed();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let watching = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            while let Some(Ok(WatchEvent::Added(service) | WatchEvent::Modified(service))) = versions.next().await {
+                let conditions = service.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+                seen.lock().unwrap().extend(conditions);
+            }
+        }
+    });
+
+    let mut service = Service::test("web").with_finalizer();
+    service.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+    services.create(&PostParams::default(), &service).await.unwrap();
+    let let_go = || {
+        cluster.wait("the finalizer to go", || async {
+            let service = services.get("web").await.ok()?;
+            (!has_finalizer(&service)).then_some(())
+        })
+    };
+    let_go().await;
+    let switch = |type_: &str| {
+        let (services, patch) = (&services, Patch::Merge(json!({"spec": {"type": type_}})));
+        async move { services.patch("web", &PatchParams::default(), &patch).await.unwrap() }
+    };
+    switch("LoadBalancer").await;
+    cluster.ingress("web").await;
+    switch("ClusterIP").await;
+    let_go().await;
+    let finalizer = json!({"metadata": {"finalizers": ["service.kubernetes.io/load-balancer-cleanup"]}});
+    services.patch("web", &PatchParams::default(), &Patch::Strategic(finalizer)).await.unwrap();
+    let_go().await;
+
+    // A release that wrote an unreadable record is watched long before the
+    // waits above end: they read the Service typed, through the retry that
+    // takes the record away.
+    watching.abort();
+    let seen = seen.lock().unwrap().clone();
+    let records: Vec<&Value> =
+        seen.iter().filter(|condition| condition["type"] == ownership::OWNER_CONDITION).collect();
+    assert!(!records.is_empty(), "the load balancer's record was seen");
+    assert!(
+        records.iter().all(|record| record["reason"] == "Ensured" && record["lastTransitionTime"].is_string()),
+        "{records:?}"
+    );
 }
 
 async fn load_balancers_follow_the_nodes(backend: &Backend) {
@@ -498,6 +561,7 @@ on_both_api_servers!(
     nodes_lose_their_taint_only_with_their_addresses,
     nodes_the_cloud_cannot_vouch_for_keep_their_taint,
     load_balancer_lifecycle,
+    a_service_with_upstream_s_finalizer_alone_is_let_go,
     load_balancers_follow_the_nodes,
     services_with_a_load_balancer_class_are_left_alone,
     provider_errors_are_reported_and_backed_off,

@@ -52,15 +52,22 @@ pub fn claim_patch(provider: &str, now: Time) -> Value {
 }
 
 /// The strategic merge patch of the status subresource that takes the
-/// finalizer, the record and the annotation away.
-pub fn release_patch() -> Value {
-    json!({
+/// finalizer, the record and the annotation away from `service`. The record
+/// is deleted only where `service` has a condition of its type: given a
+/// Service without conditions, kube-apiserver keeps the delete directive's
+/// element as a condition of zero values, which no client can read.
+pub fn release_patch(service: &Service) -> Value {
+    let mut patch = json!({
         "metadata": {
             "$deleteFromPrimitiveList/finalizers": [LOAD_BALANCER_FINALIZER],
             "annotations": {PROVIDER_ANNOTATION: null},
         },
-        "status": {"conditions": [{"type": OWNER_CONDITION, "$patch": "delete"}]},
-    })
+    });
+    let conditions = service.status.as_ref().and_then(|status| status.conditions.as_deref()).unwrap_or_default();
+    if conditions.iter().any(|condition| condition.type_ == OWNER_CONDITION) {
+        patch["status"] = json!({"conditions": [{"type": OWNER_CONDITION, "$patch": "delete"}]});
+    }
+    patch
 }
 
 #[cfg(test)]
@@ -98,6 +105,14 @@ mod tests {
         let claim = claim_patch("vendor-a", Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
         let condition: Condition = serde_json::from_value(claim["status"]["conditions"][0].clone()).unwrap();
         assert_eq!((condition.type_.as_str(), condition.message.as_str()), (OWNER_CONDITION, "vendor-a"));
-        assert_eq!(release_patch()["status"]["conditions"][0]["$patch"], "delete");
+        assert_eq!(release_patch(&with_condition("True", "vendor-a"))["status"]["conditions"][0]["$patch"], "delete");
+    }
+
+    #[test]
+    fn the_release_deletes_a_record_only_where_there_is_one() {
+        assert_eq!(release_patch(&with_condition("False", ""))["status"]["conditions"][0]["$patch"], "delete");
+        let unrecorded = release_patch(&Service::test("web"));
+        assert_eq!(unrecorded.get("status"), None, "{unrecorded}");
+        assert_eq!(unrecorded["metadata"]["$deleteFromPrimitiveList/finalizers"][0], LOAD_BALANCER_FINALIZER);
     }
 }

@@ -260,7 +260,7 @@ impl<C: Cloud> ServiceSync<C> {
         if !has_finalizer(service) && annotation(service).is_none() && ownership::recorded(service).is_none() {
             return Ok(());
         }
-        let patch = Patch::Strategic(ownership::release_patch());
+        let patch = Patch::Strategic(ownership::release_patch(service));
         let removed = self.api(service).patch_status(&name(service), &PatchParams::default(), &patch).await;
         match removed.map_err(Error::api("failed to remove load balancer cleanup finalizer")) {
             Err(err) if !err.is_not_found() => Err(err),
