@@ -481,7 +481,6 @@ async fn storm(
     Ok((started.elapsed(), (cpu_time(&child.id().to_string()) - cpu_before).as_secs_f64()))
 }
 
-/// wasm-ccm at its defaults against tuned upstream, in this run.
 /// Whether `contender` is one of the pair each ratio compares.
 fn paired(contender: &Contender) -> bool {
     match contender {

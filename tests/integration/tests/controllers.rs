@@ -216,9 +216,11 @@ async fn a_service_with_upstream_s_finalizer_alone_is_let_go(backend: &Backend) 
     let watching = tokio::spawn({
         let seen = seen.clone();
         async move {
-            while let Some(Ok(WatchEvent::Added(service) | WatchEvent::Modified(service))) = versions.next().await {
-                let conditions = service.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
-                seen.lock().unwrap().extend(conditions);
+            while let Some(event) = versions.next().await {
+                if let Ok(WatchEvent::Added(service) | WatchEvent::Modified(service)) = event {
+                    let conditions = service.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+                    seen.lock().unwrap().extend(conditions);
+                }
             }
         }
     });
