@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// What a client accepts to be answered with an object's metadata alone.
-const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+pub const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /// Patches the status of object `name` with `patch`, answered with the
 /// object's metadata as the patch left it: its `resourceVersion` tells the

@@ -14,9 +14,8 @@
 //! metadata alone (`as=PartialObjectMetadata`) or the whole object in
 //! protobuf (read, not decoded: kube-rs speaks JSON): for the claim of 1000
 //! Services (the finalizer and the ownership record, released after each
-//! round), for
-//! the strategic merge patch of the ingress, and for the creation of 1000
-//! events, as wasm-ccm's event writer creates them.
+//! round), for the strategic merge patch of the ingress, and for the
+//! creation of 1000 events, as wasm-ccm's event writer creates them.
 //!
 //! Needs etcd and kube-apiserver (`KUBEBUILDER_ASSETS` or
 //! `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`); `BENCH_ROUNDS` sets the
@@ -213,7 +212,7 @@ impl Answer {
     ) -> anyhow::Result<()> {
         let accept = match self {
             Answer::Object => None,
-            Answer::Metadata => Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"),
+            Answer::Metadata => Some(wasm_ccm_kube::writes::METADATA),
             Answer::Protobuf => Some("application/vnd.kubernetes.protobuf"),
         };
         if let Some(accept) = accept {
