@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party servers the integration tests start on loopback:
 # moto_server, an AWS API emulator, from PyPI; docker-registry, an OCI
-# distribution registry (CNCF Distribution), and etcd, for the real
-# kube-apiserver of ../shared/envtest, from Debian.
+# distribution registry (CNCF Distribution), from Debian. The control plane
+# is tests/envtest/control-plane/build.sh's.
 set -euo pipefail
 
 if ! command -v moto_server >/dev/null 2>&1; then
@@ -12,7 +12,6 @@ fi
 
 packages=()
 command -v docker-registry >/dev/null 2>&1 || packages+=(docker-registry)
-[ -x /usr/bin/etcd ] || packages+=(etcd-server)
 if [ ${#packages[@]} -gt 0 ]; then
     echo "setup.sh: installing ${packages[*]}" >&2
     as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

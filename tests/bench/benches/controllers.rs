@@ -1,6 +1,6 @@
 //! The controllers side by side with upstream's, on a real kube-apiserver:
 //! upstream's Go cloud-controller-manager with its in-memory fake provider
-//! (`upstream-ccm-fake`), at its defaults and tuned (20 Service syncs, 1000
+//! (`cloud-controller-manager`), at its defaults and tuned (20 Service syncs, 1000
 //! requests per second with bursts of 2000), and the `wasm-ccm` binary at
 //! its defaults with the fake provider's stateless load balancers (no cloud
 //! round trip, as upstream's fake). Each run gets a fresh control plane
@@ -26,7 +26,7 @@
 //! Needs `target/release/wasm-ccm` (`cargo build --release -p wasm-ccm`),
 //! the fake provider (`providers/build.sh`), etcd and kube-apiserver
 //! (`KUBEBUILDER_ASSETS` or `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`),
-//! and `upstream-ccm-fake` (`UPSTREAM_CCM`, else beside kube-apiserver).
+//! and `cloud-controller-manager` (`UPSTREAM_CCM`, else beside kube-apiserver).
 //! `BENCH_SKIP_UPSTREAM_DEFAULTS=1` leaves out upstream at its defaults,
 //! which takes minutes per scenario; `BENCH_GO_FAKE=1` adds wasm-ccm with
 //! the Go fake (`providers/fake-go`) to the first scenario.
@@ -187,18 +187,11 @@ impl Contender {
     }
 }
 
-/// `upstream-ccm-fake`: `UPSTREAM_CCM`, else beside kube-apiserver.
+/// `cloud-controller-manager`: `UPSTREAM_CCM`, else beside kube-apiserver.
 fn upstream_binary() -> anyhow::Result<PathBuf> {
-    let path = match std::env::var_os("UPSTREAM_CCM") {
-        Some(path) => PathBuf::from(path),
-        None => {
-            let assets = Assets::find_or_skip("the controllers benchmark")?
-                .ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
-            assets.kube_apiserver.with_file_name("upstream-ccm-fake")
-        }
-    };
-    anyhow::ensure!(path.exists(), "{} is missing; set UPSTREAM_CCM", path.display());
-    Ok(path)
+    let assets =
+        Assets::find_or_skip("the controllers benchmark")?.ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
+    assets.upstream_ccm().ok_or_else(|| anyhow::anyhow!("upstream's cloud-controller-manager is missing; set UPSTREAM_CCM"))
 }
 
 /// The nodes a run starts with.

@@ -57,6 +57,18 @@ impl Assets {
     }
 }
 
+impl Assets {
+    /// Upstream's cloud-controller-manager with its fake provider:
+    /// `UPSTREAM_CCM`, else `cloud-controller-manager` beside kube-apiserver,
+    /// where `tests/envtest/control-plane/build.sh` puts it; `None` when it
+    /// is not an executable.
+    pub fn upstream_ccm(&self) -> Option<PathBuf> {
+        let path = std::env::var_os("UPSTREAM_CCM")
+            .map_or_else(|| self.kube_apiserver.with_file_name("cloud-controller-manager"), PathBuf::from);
+        is_executable(&path).then_some(path)
+    }
+}
+
 fn required() -> bool {
     std::env::var(REQUIRE).is_ok_and(|value| !value.is_empty() && value != "0")
 }
