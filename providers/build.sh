@@ -3,6 +3,9 @@
 #
 #   providers/build.sh               every provider and test guest of this repository, into
 #                                    target/wasm/<crate>.wasm
+#   providers/build.sh --only CRATE...
+#                                    only the named Rust guests of this repository (such as
+#                                    provider-fake, which `make local` runs), likewise
 #   providers/build.sh DIR...        the provider crate in each DIR (such as one written by
 #                                    `wasm-ccm provider new`), into DIR/target/wasm/<crate>.wasm,
 #                                    or the Go provider module in DIR (guest-sdk-go/template),
@@ -112,6 +115,16 @@ go_guest() {
     rm -rf "$work"
     echo "built $out/$file ($(stat -c %s "$out/$file") bytes)"
 }
+
+if [ "${1:-}" = --only ]; then
+    shift
+    packages=()
+    for guest in "$@"; do packages+=(-p "$guest"); done
+    echo "build.sh: building $* for WebAssembly" >&2
+    cargo_guest --locked --manifest-path "$root/Cargo.toml" "${packages[@]}"
+    for guest in "$@"; do copy "$guest" "$root/target/wasm"; done
+    exit 0
+fi
 
 if [ $# -gt 0 ]; then
     for dir in "$@"; do
