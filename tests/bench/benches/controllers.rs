@@ -191,7 +191,9 @@ impl Contender {
 fn upstream_binary() -> anyhow::Result<PathBuf> {
     let assets =
         Assets::find_or_skip("the controllers benchmark")?.ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
-    assets.upstream_ccm().ok_or_else(|| anyhow::anyhow!("upstream's cloud-controller-manager is missing; set UPSTREAM_CCM"))
+    assets
+        .upstream_ccm()
+        .ok_or_else(|| anyhow::anyhow!("upstream's cloud-controller-manager is missing; set UPSTREAM_CCM"))
 }
 
 /// The nodes a run starts with.

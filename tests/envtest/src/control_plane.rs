@@ -121,6 +121,9 @@ impl ControlPlane {
             format!("--etcd-servers={}", self.etcd_url),
             "--bind-address=127.0.0.1".to_owned(),
             "--advertise-address=127.0.0.1".to_owned(),
+            // No `kubernetes` Service endpoints: a loopback address may not
+            // be advertised in them, as envtest does.
+            "--endpoint-reconciler-type=none".to_owned(),
             format!("--secure-port={}", self.port),
             format!("--tls-cert-file={}", file("apiserver.crt")),
             format!("--tls-private-key-file={}", file("apiserver.key")),

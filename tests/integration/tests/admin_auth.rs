@@ -172,7 +172,7 @@ async fn token_and_access_reviews(backend: &Backend) {
     let token = server.token(Identity::CloudControllerManager);
     let tokens = Api::<TokenReview>::all(server.admin());
     let review = |token: &str| TokenReview {
-        spec: TokenReviewSpec { token: Some(token.to_owned()), ..TokenReviewSpec::default() },
+        spec: TokenReviewSpec { token: token.to_owned(), ..TokenReviewSpec::default() },
         ..TokenReview::default()
     };
     let known = tokens.create(&PostParams::default(), &review(&token)).await.unwrap().status.unwrap();

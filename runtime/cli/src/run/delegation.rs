@@ -204,7 +204,7 @@ impl Delegation {
     /// The user `token` belongs to, or `None` when the review refuses it.
     async fn review_token(&self, token: &str) -> anyhow::Result<Option<User>> {
         let review = TokenReview {
-            spec: TokenReviewSpec { token: Some(token.to_owned()), ..TokenReviewSpec::default() },
+            spec: TokenReviewSpec { token: token.to_owned(), ..TokenReviewSpec::default() },
             ..TokenReview::default()
         };
         let reviewed = Api::<TokenReview>::all(self.authentication.clone())

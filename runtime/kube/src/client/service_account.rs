@@ -86,17 +86,21 @@ pub(super) async fn token(root: &Client, name: &str, stop: CancellationToken) ->
 /// Requests a new token into `token`; returns how long it lasts.
 async fn request(accounts: &Api<ServiceAccount>, name: &str, token: &Token) -> Result<Duration, kube::Error> {
     let request = TokenRequest {
-        spec: TokenRequestSpec {
+        spec: Some(TokenRequestSpec {
             expiration_seconds: Some(i64::try_from(LIFETIME.as_secs()).unwrap_or(i64::MAX)),
             ..Default::default()
-        },
+        }),
         ..Default::default()
     };
     let granted = accounts.create_token_request(name, &PostParams::default(), &request).await?;
     let status = granted.status.ok_or_else(|| kube::Error::Service("the TokenRequest has no status".into()))?;
-    token.set(&status.token)?;
-    let expires = status.expiration_timestamp.0;
-    let lifetime = k8s_openapi::jiff::Timestamp::now().duration_until(expires);
+    let issued = status.token.ok_or_else(|| kube::Error::Service("the TokenRequest has no token".into()))?;
+    token.set(&issued)?;
+    // Without an expiry, the token is renewed as if it lasted the lifetime asked for.
+    let lifetime = match status.expiration_timestamp {
+        Some(expires) => k8s_openapi::jiff::Timestamp::now().duration_until(expires.0),
+        None => k8s_openapi::jiff::SignedDuration::try_from(LIFETIME).unwrap_or_default(),
+    };
     Ok(Duration::try_from(lifetime).unwrap_or(LIFETIME).max(RETRY))
 }
 
