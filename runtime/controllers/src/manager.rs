@@ -355,8 +355,7 @@ mod lanes_tests {
     use std::collections::BTreeSet;
     use std::time::Duration;
 
-    use k8s_openapi::api::core::v1::{Namespace, Service};
-    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::api::core::v1::{Event, Namespace, Service};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
     use kube::api::{Api, ListParams, PostParams};
     use wasm_ccm_apiserver::ApiServer;
@@ -441,7 +440,7 @@ mod lanes_tests {
             let events = events.list(&ListParams::default()).await.unwrap().items;
             events.iter().any(|event| {
                 event.reason.as_deref() == Some("LoadBalancerProviderNotConfigured")
-                    && event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web-b")
+                    && event.involved_object.name.as_deref() == Some("web-b")
             })
         };
         for _ in 0..100 {

@@ -2,11 +2,14 @@
 //! the background so that a sync never waits for them, as upstream's event
 //! broadcaster does.
 //!
-//! Events go to `events.k8s.io/v1`. A repeat of an event (same object,
-//! type, reason and note) within [`SERIES_WINDOW`] bumps the first one's
-//! series instead of creating another; a new note, such as a different
-//! cloud error, is a new event, so that no error message is hidden behind
-//! an older one.
+//! Events are core `v1` Events, as upstream's recorder writes them: with
+//! the controller as `source.component` (so that `kubectl get events
+//! --field-selector source=service-controller` finds them), and a repeat of
+//! an event (same object, type, reason and message) within
+//! [`REPEAT_WINDOW`] counted on the first one (`count`, `lastTimestamp`)
+//! instead of creating another. A new message, such as a different cloud
+//! error, is a new event, so that no error message is hidden behind an
+//! older one.
 //!
 //! Each provider's events may take only a share of the backlog, so that a
 //! provider whose every call fails cannot crowd out the events of the
@@ -26,9 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::core::v1::{Event as K8sEvent, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -42,12 +44,12 @@ const BACKLOG: usize = 4096;
 const ROUTINE_BACKLOG: usize = 1000;
 /// Events written at once.
 const WRITERS: usize = 2;
-/// The most bytes of a note `events.k8s.io/v1` accepts; longer ones are cut,
-/// as upstream's scheduler cuts its messages, rather than refused.
+/// The most bytes of a message written; longer ones are cut, marked as
+/// cut, as `events.k8s.io/v1` readers of the same events accept no more.
 const NOTE_LIMIT: usize = 1024;
-/// How long a repeat counts towards the same event's series.
-pub const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
-/// How often events older than the series window are forgotten.
+/// How long a repeat counts towards the same event.
+pub const REPEAT_WINDOW: Duration = Duration::from_secs(6 * 60);
+/// How often events older than the repeat window are forgotten.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// Whether an event is routine or calls for attention.
@@ -185,7 +187,7 @@ fn fit_note(mut note: String) -> String {
     note
 }
 
-/// The events written within the series window, forgotten a minute at a
+/// The events written within the repeat window, forgotten a minute at a
 /// time rather than on every write.
 struct Recent {
     events: HashMap<EventKey, Written>,
@@ -203,17 +205,17 @@ impl Recent {
     /// namespace, name and new count.
     fn repeat(&mut self, key: &EventKey) -> Option<(String, String, i32)> {
         if self.pruned.elapsed() >= PRUNE_EVERY {
-            self.events.retain(|_, event| event.last.elapsed() < SERIES_WINDOW);
+            self.events.retain(|_, event| event.last.elapsed() < REPEAT_WINDOW);
             self.pruned = Instant::now();
         }
-        let event = self.events.get_mut(key).filter(|event| event.last.elapsed() < SERIES_WINDOW)?;
+        let event = self.events.get_mut(key).filter(|event| event.last.elapsed() < REPEAT_WINDOW)?;
         event.count += 1;
         event.last = Instant::now();
         Some((event.namespace.clone(), event.name.clone(), event.count))
     }
 }
 
-/// Writes events and keeps their series.
+/// Writes events and counts their repeats.
 struct Writer {
     client: Client,
     controller: String,
@@ -236,31 +238,34 @@ impl Writer {
         let now = Timestamp::now();
         let repeat = self.written.lock().expect("event cache poisoned").repeat(&key);
         if let Some((namespace, name, count)) = repeat {
-            let series = EventSeries { count, last_observed_time: MicroTime(now) };
             let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(json!({ "series": series }))).await?;
+            let patch = json!({ "count": count, "lastTimestamp": Time(now) });
+            api.patch(&name, &PatchParams::default(), &Patch::Strategic(patch)).await?;
             return Ok(());
         }
         let namespace = pending.reference.namespace.clone().unwrap_or_else(|| "default".to_owned());
         let name =
             format!("{}.{:x}", pending.reference.name.as_deref().unwrap_or(&self.controller), now.as_nanosecond());
+        let instance = match &pending.provider {
+            Some(provider) => format!("{}/{provider}", self.instance),
+            None => self.instance.clone(),
+        };
         let event = K8sEvent {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace.clone()),
                 ..ObjectMeta::default()
             },
-            action: Some(pending.reason.clone()),
+            involved_object: pending.reference,
             reason: Some(pending.reason),
-            note: Some(fit_note(pending.note)),
+            message: Some(fit_note(pending.note)),
             type_: Some(pending.type_.as_str().to_owned()),
-            event_time: Some(MicroTime(now)),
-            regarding: Some(pending.reference),
-            reporting_controller: Some(self.controller.clone()),
-            reporting_instance: Some(match &pending.provider {
-                Some(provider) => format!("{}/{provider}", self.instance),
-                None => self.instance.clone(),
-            }),
+            source: Some(EventSource { component: Some(self.controller.clone()), host: None }),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            count: Some(1),
+            reporting_component: Some(self.controller.clone()),
+            reporting_instance: Some(instance),
             ..K8sEvent::default()
         };
         let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
@@ -486,12 +491,12 @@ mod tests {
     }
 
     #[test]
-    fn a_repeat_within_the_window_bumps_the_series_and_an_old_one_does_not() {
+    fn a_repeat_within_the_window_is_counted_and_an_old_one_is_not() {
         let mut recent = Recent::default();
         recent.events.insert(key("quota"), written(Instant::now()));
         assert_eq!(recent.repeat(&key("quota")), Some(("default".into(), "web.1".into(), 2)));
         assert_eq!(recent.repeat(&key("another error")), None, "another note is another event");
-        let long_ago = Instant::now().checked_sub(SERIES_WINDOW + Duration::from_secs(1)).unwrap();
+        let long_ago = Instant::now().checked_sub(REPEAT_WINDOW + Duration::from_secs(1)).unwrap();
         recent.events.insert(key("quota"), written(long_ago));
         assert_eq!(recent.repeat(&key("quota")), None, "past the window: a new event");
     }

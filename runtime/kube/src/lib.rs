@@ -7,8 +7,9 @@
 //! - [`informer`]: a watch-backed cache of one kind, its changes handed
 //!   to a callback and to subscribers from a replay of the cache, objects
 //!   trimmed to what the controllers read;
-//! - [`events`]: events as upstream's recorder writes them (`events.k8s.io/v1`,
-//!   series, a bounded backlog per provider);
+//! - [`events`]: events as upstream's recorder writes them (core `v1`, the
+//!   controller as their source, repeats counted, a bounded backlog per
+//!   provider);
 //! - [`writes`]: writes answered with the object's metadata alone.
 
 pub mod client;

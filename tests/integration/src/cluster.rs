@@ -7,8 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::core::v1::{Event, Node, Service, ServicePort};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -308,8 +307,8 @@ impl TestCluster {
         all.items.into_iter().filter(|event| event.reason.as_deref() == Some(reason)).collect()
     }
 
-    /// How many times an event with `reason` was recorded, series counted.
+    /// How many times an event with `reason` was recorded, repeats counted.
     pub async fn event_count(&self, reason: &str) -> i32 {
-        self.events(reason).await.iter().map(|event| event.series.as_ref().map_or(1, |series| series.count)).sum()
+        self.events(reason).await.iter().map(|event| event.count.unwrap_or(1)).sum()
     }
 }

@@ -4,8 +4,7 @@
 
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::core::v1::{Event, Service};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -97,7 +96,7 @@ impl Replicas {
         events
             .into_iter()
             .filter(|event| event.reason.as_deref() == Some(reason))
-            .filter(|event| event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter(|event| event.involved_object.name.as_deref() == Some(name))
             .filter_map(|event| event.reporting_instance)
             .collect()
     }

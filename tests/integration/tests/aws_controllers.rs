@@ -395,7 +395,7 @@ async fn failures(cluster: &TestCluster) -> Vec<String> {
     events
         .into_iter()
         .filter(|event| event.type_.as_deref() == Some("Warning"))
-        .filter_map(|event| event.note)
+        .filter_map(|event| event.message)
         .collect()
 }
 

@@ -12,8 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Service};
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::core::v1::{Event, Namespace, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_controllers::ownership;
@@ -251,10 +250,8 @@ impl Setup {
         loop {
             let found = events.list(&ListParams::default()).await.unwrap().items.into_iter().find(|event| {
                 event.reason.as_deref() == Some(reason)
-                    && regarding.is_none_or(|name| {
-                        event.regarding.as_ref().and_then(|regarding| regarding.name.as_deref()) == Some(name)
-                    })
-                    && event.note.as_deref().is_some_and(|text| text.contains(note))
+                    && regarding.is_none_or(|name| event.involved_object.name.as_deref() == Some(name))
+                    && event.message.as_deref().is_some_and(|text| text.contains(note))
             });
             if let Some(event) = found {
                 return event;
@@ -387,7 +384,7 @@ async fn a_provider_removed_from_the_file_keeps_its_load_balancers_and_a_bad_fil
     greedy["loadBalancerClasses"] = json!([A.classes[0]]);
     setup.write(&[&a, &greedy]);
     let refused = setup.wait_event("ProviderRejected", Some("wasm-ccm-0"), "refused the providers file").await;
-    let note = refused.note.unwrap_or_default();
+    let note = refused.message.unwrap_or_default();
     assert!(note.contains(&format!("load balancer class {} is served by {} already", A.classes[0], A.name)), "{note}");
     assert!(setup.log().contains("refused a providers file change"), "{}", setup.log());
     setup.create(vec![service("a-web-2", Some(A.classes[1]), &[])]).await;
@@ -492,7 +489,7 @@ async fn the_file_s_paths_stay_beneath_the_roots_and_a_secret_volume_reloads() {
         evil[field] = json!(path);
         setup.write(&[&a, &evil]);
         let refused = setup.wait_event("ProviderRejected", Some("wasm-ccm-0"), &format!("evil-{number}:")).await;
-        let note = refused.note.unwrap_or_default();
+        let note = refused.message.unwrap_or_default();
         assert!(note.contains(refusal), "{field} {path}: {note}");
     }
     setup.create(vec![service("a-web-3", Some(A.classes[1]), &[])]).await;
@@ -714,7 +711,7 @@ async fn a_finalized_service_of_another_implementation_s_class_is_left_alone() {
         .unwrap()
         .items
         .into_iter()
-        .filter(|event| event.regarding.as_ref().and_then(|regarding| regarding.name.as_deref()) == Some("vip"))
+        .filter(|event| event.involved_object.name.as_deref() == Some("vip"))
         .filter_map(|event| event.reason)
         .collect();
     assert_eq!(about_vip, Vec::<String>::new(), "no event about it");

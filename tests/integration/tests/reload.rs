@@ -21,8 +21,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
@@ -243,7 +242,7 @@ impl Setup {
             .into_iter()
             .filter(|event| event.reason.as_deref() == Some(reason))
             .map(|event| {
-                let regarding = event.regarding.unwrap_or_default();
+                let regarding = event.involved_object;
                 (
                     event.type_.unwrap_or_default(),
                     format!(
@@ -252,7 +251,7 @@ impl Setup {
                         regarding.namespace.unwrap_or_default(),
                         regarding.name.unwrap_or_default()
                     ),
-                    event.note.unwrap_or_default(),
+                    event.message.unwrap_or_default(),
                 )
             })
             .collect()
