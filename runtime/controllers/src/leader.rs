@@ -10,7 +10,9 @@
 //!   not managed to for the renew deadline: its work is stopped before the
 //!   lease can expire for the others;
 //! - on a graceful stop the leader finishes its work, then releases the
-//!   lease, so that another replica takes over at once.
+//!   lease, so that another replica takes over at once;
+//! - becoming the leader and ceasing to be are `LeaderElection` events on
+//!   the Lease, as client-go records them.
 
 use std::collections::hash_map::RandomState;
 use std::future::Future;
@@ -19,6 +21,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
@@ -27,7 +30,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::is_transport_error;
+
+/// The component the Lease's events come from, as upstream's.
+const EVENT_COMPONENT: &str = "cloud-controller-manager";
 
 /// Upstream's `--leader-elect-*` settings.
 #[derive(Debug, Clone)]
@@ -109,7 +116,10 @@ pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaderElectionConfig,
     observed: Mutex<Option<Observed>>,
+    /// The Lease's UID, once this replica wrote it.
+    uid: Mutex<Option<String>>,
     metrics: Metrics,
+    events: Events,
 }
 
 fn seconds(duration: Duration) -> i32 {
@@ -124,10 +134,12 @@ impl LeaderElector {
     pub fn new(client: Client, config: LeaderElectionConfig, metrics: Metrics) -> Result<Self, LeaderError> {
         config.check()?;
         Ok(LeaderElector {
-            api: Api::namespaced(client, &config.namespace),
+            api: Api::namespaced(client.clone(), &config.namespace),
             config,
             observed: Mutex::new(None),
+            uid: Mutex::new(None),
             metrics,
+            events: Events::new(client, EVENT_COMPONENT),
         })
     }
 
@@ -156,6 +168,7 @@ impl LeaderElector {
             return Ok(());
         }
         tracing::info!(lease = %self.lease(), identity = %self.config.identity, "became the leader");
+        self.record_event("became leader");
         self.metrics.leader(&self.config.name, true);
         let working = CancellationToken::new();
         let mut work = tokio::spawn(work(working.clone()));
@@ -212,6 +225,7 @@ impl LeaderElector {
             }
         };
         self.metrics.leader(&self.config.name, false);
+        self.record_event("stopped leading");
         if outcome.is_ok() {
             self.release().await;
         }
@@ -257,6 +271,7 @@ impl LeaderElector {
             };
             return match self.api.create(&PostParams::default(), &lease).await {
                 Ok(created) => {
+                    self.written(&created);
                     self.observe(created.spec.unwrap_or_default());
                     Ok(true)
                 }
@@ -282,12 +297,31 @@ impl LeaderElector {
         });
         match self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
             Ok(updated) => {
+                self.written(&updated);
                 self.observe(updated.spec.unwrap_or_default());
                 Ok(true)
             }
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
             Err(err) => Err(err),
         }
+    }
+
+    /// Takes note of the Lease as this replica wrote it.
+    fn written(&self, lease: &Lease) {
+        *self.uid.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = lease.metadata.uid.clone();
+    }
+
+    /// A `LeaderElection` event on the Lease: `<identity> <what>`.
+    fn record_event(&self, what: &str) {
+        let reference = ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".to_owned()),
+            kind: Some("Lease".to_owned()),
+            namespace: Some(self.config.namespace.clone()),
+            name: Some(self.config.name.clone()),
+            uid: self.uid.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone(),
+            ..ObjectReference::default()
+        };
+        self.events.normal(reference, "LeaderElection", format!("{} {what}", self.config.identity));
     }
 
     /// Records the lease's spec; returns when it was first seen as it is.

@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, ListParams};
 use serde_json::json;
 use wasm_ccm_tests::backend::Backend;
 use wasm_ccm_tests::process::{Process, http_get};
@@ -42,6 +44,19 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
     let (port_a, port_b) = (free_port().unwrap(), free_port().unwrap());
     let mut a = replica(&setup, "replica-a", port_a);
     wait("replica-a to lead", async || setup.holder().await.starts_with("replica-a_").then_some(())).await;
+    let became = wait("a LeaderElection event on the Lease", async || {
+        let events: Api<Event> = Api::namespaced(setup.api.admin(), "kube-system");
+        let listed = events.list(&ListParams::default().fields("reason=LeaderElection")).await.ok()?;
+        listed.items.into_iter().find(|event| {
+            event.involved_object.kind.as_deref() == Some("Lease")
+                && event.involved_object.name.as_deref() == Some("cloud-controller-manager")
+                && event.message.as_deref().is_some_and(|note| note.starts_with("replica-a_"))
+        })
+    })
+    .await;
+    assert!(became.message.as_deref().is_some_and(|note| note.ends_with(" became leader")), "{became:?}");
+    let source = became.source.and_then(|source| source.component);
+    assert_eq!(source.as_deref(), Some("cloud-controller-manager"));
     let b = replica(&setup, "replica-b", port_b);
     for port in [port_a, port_b] {
         wait("both replicas to be ready", async || (status(port, "/readyz").await == Some(200)).then_some(())).await;
@@ -63,7 +78,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
     let (_, metrics_b) = http_get(admin(port_b), "/metrics").await.unwrap();
     for line in [
         "leader_election_master_status{name=\"cloud-controller-manager\"} 1",
-        "running_managed_controllers{name=\"service\",manager=\"wasm-ccm\"} 1",
+        "running_managed_controllers{name=\"service\",manager=\"cloud-controller-manager\"} 1",
         "service_controller_loadbalancer_sync_total{provider=\"provider_fake\"} 0",
         "provider_call_duration_seconds_count{provider=\"provider_fake\",function=\"load-balancer.ensure\",outcome=\"ok\"} 1",
         "provider_http_requests_total{provider=\"provider_fake\",host=\"127.0.0.1:",
@@ -72,7 +87,10 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over(backend: &Backend) 
     ] {
         assert!(metrics_a.contains(line), "the leader's metrics lack {line}:\n{metrics_a}");
     }
-    assert!(!metrics_b.contains("running_managed_controllers{name=\"service\",manager=\"wasm-ccm\"} 1"), "{metrics_b}");
+    assert!(
+        !metrics_b.contains("running_managed_controllers{name=\"service\",manager=\"cloud-controller-manager\"} 1"),
+        "{metrics_b}"
+    );
     assert!(
         !metrics_b.contains(
             "provider_call_duration_seconds_count{provider=\"provider_fake\",function=\"load-balancer.ensure\""
