@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::NodeSnapshot;
 use wasm_ccm_kube::informer::{Subscriptions, informer};
 
-/// Nodes with this label back no load balancer.
+/// Nodes with this label back no load balancer, unless its value is one of
+/// Go's false booleans ([`is_excluded`]).
 pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 /// The cluster autoscaler's taint on a node it is removing.
 pub const AUTOSCALER_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
@@ -21,13 +22,22 @@ pub const AUTOSCALER_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
 /// excluded by label, not being removed by the cluster autoscaler. Its
 /// readiness does not matter, as upstream since 1.30.
 pub fn is_eligible(node: &Node) -> bool {
-    let excluded = node.metadata.labels.as_ref().is_some_and(|labels| labels.contains_key(EXCLUDE_LABEL));
+    let excluded = is_excluded(node);
     let autoscaled_away = node
         .spec
         .as_ref()
         .and_then(|spec| spec.taints.as_ref())
         .is_some_and(|taints| taints.iter().any(|taint| taint.key == AUTOSCALER_TAINT));
     node.metadata.deletion_timestamp.is_none() && !excluded && !autoscaled_away
+}
+
+/// Whether the node's [`EXCLUDE_LABEL`] keeps it from load balancers, as
+/// upstream reads the label since 1.34: a value Go's `strconv.ParseBool`
+/// reads as false (`false`, `0`, `f`, `F`, `FALSE`, `False`) keeps the node
+/// behind them; any other value, empty or unreadable, excludes it.
+pub fn is_excluded(node: &Node) -> bool {
+    let value = node.metadata.labels.as_ref().and_then(|labels| labels.get(EXCLUDE_LABEL));
+    value.is_some_and(|value| !matches!(value.as_str(), "false" | "0" | "f" | "F" | "FALSE" | "False"))
 }
 
 /// Up to `limit` of `nodes`' names, for events, as upstream lists them:
@@ -133,5 +143,23 @@ mod tests {
         let mut gone = node(None, None);
         gone.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
         assert!(!is_eligible(&gone));
+    }
+
+    #[test]
+    fn the_exclude_label_is_read_as_go_reads_a_boolean() {
+        let labelled = |value: &str| Node {
+            metadata: ObjectMeta {
+                labels: Some([(EXCLUDE_LABEL.to_owned(), value.to_owned())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        for kept in ["false", "0", "f", "F", "FALSE", "False"] {
+            assert!(!is_excluded(&labelled(kept)), "{kept:?} keeps the node");
+        }
+        for excluded in ["true", "1", "t", "TRUE", "", "yes", "no", "fAlse", " false"] {
+            assert!(is_excluded(&labelled(excluded)), "{excluded:?} excludes the node");
+        }
+        assert!(!is_excluded(&Node::default()));
     }
 }

@@ -1,6 +1,7 @@
 //! Which node changes make load balancers sync their node sets, as
-//! upstream 1.33's `shouldSyncUpdatedNode`: a node added or removed, or an
-//! update to its exclude label or its provider ID. A node being drained (the
+//! upstream's `shouldSyncUpdatedNode`: a node added or removed, or an
+//! update that excludes or includes it again by label, or changes its
+//! provider ID. A node being drained (the
 //! cluster autoscaler's taint, a deletion timestamp) or turning NotReady
 //! stays in the load balancers until one of those happens or its Service
 //! syncs: kube-proxy's health checks take it out of traffic meanwhile.
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 
-use crate::nodes::EXCLUDE_LABEL;
+use crate::nodes::is_excluded;
 use wasm_ccm_kube::informer::Change;
 
 /// What of a node a load balancer's node set depends on between syncs.
@@ -23,7 +24,7 @@ struct Relevant {
 impl Relevant {
     fn of(node: &Node) -> Self {
         Relevant {
-            excluded: node.labels().contains_key(EXCLUDE_LABEL),
+            excluded: is_excluded(node),
             provider_id: node.spec.as_ref().and_then(|spec| spec.provider_id.clone()),
         }
     }
@@ -70,7 +71,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::NodeFixture;
-    use crate::nodes::AUTOSCALER_TAINT;
+    use crate::nodes::{AUTOSCALER_TAINT, EXCLUDE_LABEL};
 
     fn applied(node: &Node) -> Change<Node> {
         Change::Applied(Arc::new(node.clone()))
@@ -87,6 +88,13 @@ mod tests {
         excluded.labels_mut().insert(EXCLUDE_LABEL.into(), String::new());
         assert!(changes.concern_load_balancers(&applied(&excluded), |_| true), "excluded");
         assert!(changes.concern_load_balancers(&applied(&node), |_| true), "included again");
+
+        let mut kept = node.clone();
+        kept.labels_mut().insert(EXCLUDE_LABEL.into(), "false".into());
+        assert!(!changes.concern_load_balancers(&applied(&kept), |_| true), "labelled false: still included");
+        kept.labels_mut().insert(EXCLUDE_LABEL.into(), "true".into());
+        assert!(changes.concern_load_balancers(&applied(&kept), |_| true), "relabelled true: excluded");
+        assert!(changes.concern_load_balancers(&applied(&node), |_| true), "label removed: included");
 
         let mut moved = node.clone();
         moved.spec.get_or_insert_with(NodeSpec::default).provider_id = Some("fake://other".into());
