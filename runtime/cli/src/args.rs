@@ -158,4 +158,24 @@ mod tests {
         let err = Args::try_parse_from(endpoints).unwrap_err().to_string();
         assert!(err.contains("coordination.k8s.io Lease"), "{err}");
     }
+
+    /// The flags of upstream's cloud-controller-manager at the newest
+    /// release, one a line, as its `--help` lists them (less `--help` and
+    /// `--version`); an integration test checks the list against the binary.
+    const UPSTREAM_FLAGS: &str = include_str!("options/upstream-flags.txt");
+
+    #[test]
+    fn every_flag_of_upstream_s_newest_release_is_accepted() {
+        use clap::CommandFactory;
+        let command = Args::command();
+        let run = command.find_subcommand("run").expect("the run command");
+        let known: std::collections::BTreeSet<&str> = command
+            .get_arguments()
+            .chain(run.get_arguments())
+            .flat_map(|arg| arg.get_long().into_iter().chain(arg.get_all_aliases().into_iter().flatten()))
+            .collect();
+        let missing: Vec<&str> = UPSTREAM_FLAGS.lines().filter(|flag| !known.contains(flag)).collect();
+        assert!(UPSTREAM_FLAGS.lines().count() > 80, "the list is upstream's");
+        assert_eq!(missing, Vec::<&str>::new(), "upstream's flags that `wasm-ccm run` refuses");
+    }
 }

@@ -18,8 +18,15 @@ pub enum LogFormat {
 /// Logging flags.
 #[derive(Debug, clap::Args)]
 pub struct LogArgs {
-    /// The log format.
-    #[arg(long, global = true, value_enum, default_value = "text", env = "WASM_CCM_LOG_FORMAT")]
+    /// The log format; `--logging-format`, as upstream spells it, too.
+    #[arg(
+        long,
+        alias = "logging-format",
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "WASM_CCM_LOG_FORMAT"
+    )]
     pub log_format: LogFormat,
     /// What to log, as `RUST_LOG` directives (`info`, `wasm_ccm=debug,provider=trace`);
     /// `info` by default, `warn` for `local`.

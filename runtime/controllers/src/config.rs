@@ -145,14 +145,22 @@ pub struct Settings {
     pub configure_cloud_routes: bool,
     /// `--concurrent-service-syncs`.
     pub concurrent_service_syncs: usize,
-    /// `--concurrent-node-syncs`.
+    /// `--concurrent-node-syncs`: nodes initialised at once.
     pub concurrent_node_syncs: usize,
+    /// `--concurrent-node-status-updates`: initialised nodes whose
+    /// addresses are refreshed at once.
+    pub concurrent_node_status_updates: usize,
+    /// `--concurrent-node-lifecycle-syncs`: not-Ready nodes checked at once.
+    pub concurrent_node_lifecycle_syncs: usize,
     /// `--node-monitor-period`.
     pub node_monitor_period: Duration,
     /// `--node-status-update-frequency`.
     pub node_status_update_frequency: Duration,
     /// `--route-reconciliation-period`.
     pub route_reconciliation_period: Duration,
+    /// Upstream's alpha gate `CloudControllerManagerWatchBasedRoutesReconciliation`:
+    /// node changes that concern routes also start a route reconcile.
+    pub watch_based_routes: bool,
     /// How often every load balancer is ensured again to repair drift in the
     /// cloud; zero disables it.
     pub load_balancer_resync_period: Duration,
@@ -169,9 +177,12 @@ impl Default for Settings {
             configure_cloud_routes: true,
             concurrent_service_syncs: 20,
             concurrent_node_syncs: 10,
+            concurrent_node_status_updates: 10,
+            concurrent_node_lifecycle_syncs: 10,
             node_monitor_period: Duration::from_secs(5),
             node_status_update_frequency: Duration::from_secs(300),
             route_reconciliation_period: Duration::from_secs(10),
+            watch_based_routes: false,
             load_balancer_resync_period: Duration::from_secs(600),
         }
     }

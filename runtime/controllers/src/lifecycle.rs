@@ -29,8 +29,11 @@ impl<C: Cloud> NodeLifecycleController<C> {
     /// A controller over the nodes of `ctx`; must be made inside a tokio
     /// runtime.
     pub fn new(ctx: Context<C>) -> Self {
-        let runner =
-            Runner::new(MonitorNode::new(ctx.clone()), ctx.settings.concurrent_node_syncs, ctx.metrics.clone());
+        let runner = Runner::new(
+            MonitorNode::new(ctx.clone()),
+            ctx.settings.concurrent_node_lifecycle_syncs,
+            ctx.metrics.clone(),
+        );
         NodeLifecycleController { runner, ctx }
     }
 }
@@ -58,7 +61,7 @@ impl<C: Cloud> Reconcile for MonitorNode<C> {
 
     const NAME: &'static str = "cloud-node-lifecycle";
     const QUEUE: &'static str = "cloud-node-lifecycle";
-    fn retry(&self) -> Retry {
+    fn retry(&self, _key: &Self::Key) -> Retry {
         Retry::NextTrigger
     }
 
@@ -116,7 +119,7 @@ impl<C: Cloud> MonitorNode<C> {
         let note = format!("Deleting node {name} because it does not exist in the cloud provider");
         self.ctx.events.normal(reference.clone(), "DeletingNode", note);
         if let Err(err) = self.api.delete(name, &DeleteParams::default()).await {
-            self.ctx.events.warning(reference, "DeleteNodeFailed", format!("Failed deleting node {name}: {err}"));
+            self.ctx.events.warning(reference, "DeletingNodeFailed", format!("Failed deleting node {name}: {err}"));
             return Err(Error::api("failed to delete the node")(err));
         }
         Ok(())

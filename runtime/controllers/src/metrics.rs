@@ -2,6 +2,7 @@
 //! upstream has them.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -47,6 +48,18 @@ pub struct ErrorLabels {
     pub provider: String,
 }
 
+/// Labels of `route_controller_route_sync_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteSyncLabels {
+    /// `changed` when a route was created or deleted, `error` when the
+    /// reconcile failed, else `noop`.
+    pub outcome: String,
+    /// What started it: `periodic` or `node_change`.
+    pub trigger: String,
+    /// The provider the routes were reconciled with.
+    pub provider: String,
+}
+
 /// Labels of `leader_election_master_status`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -77,6 +90,7 @@ struct Families {
     taint_removal_delay: Family<ProviderLabels, Histogram>,
     initial_node_sync_delay: Family<ProviderLabels, Histogram>,
     running_controllers: Family<ControllerLabels, Gauge>,
+    route_syncs: Family<RouteSyncLabels, Counter>,
     reconcile_errors: Family<ErrorLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
     queue_depth: Family<QueueLabels, Gauge>,
@@ -84,6 +98,8 @@ struct Families {
     queue_duration: Family<QueueLabels, Histogram>,
     work_duration: Family<QueueLabels, Histogram>,
     queue_retries: Family<QueueLabels, Counter>,
+    unfinished_work: Family<QueueLabels, Gauge<f64, AtomicU64>>,
+    longest_running: Family<QueueLabels, Gauge<f64, AtomicU64>>,
 }
 
 /// The controllers' metrics; clones share them. Each clone records its
@@ -105,6 +121,7 @@ impl Default for Metrics {
                 taint_removal_delay: Family::new_with_constructor(node_delay_histogram),
                 initial_node_sync_delay: Family::new_with_constructor(node_delay_histogram),
                 running_controllers: Family::default(),
+                route_syncs: Family::default(),
                 reconcile_errors: Family::default(),
                 leader: Family::default(),
                 queue_depth: Family::default(),
@@ -112,6 +129,8 @@ impl Default for Metrics {
                 queue_duration: Family::new_with_constructor(latency_histogram),
                 work_duration: Family::new_with_constructor(latency_histogram),
                 queue_retries: Family::default(),
+                unfinished_work: Family::default(),
+                longest_running: Family::default(),
             }),
             provider: Arc::from(""),
         }
@@ -131,6 +150,10 @@ pub struct QueueMetrics {
     pub work_duration: Histogram,
     /// Keys requeued after a failure.
     pub retries: Counter,
+    /// Seconds the keys being processed have been so, summed.
+    pub unfinished_work: Gauge<f64, AtomicU64>,
+    /// Seconds the longest-running key has been processed.
+    pub longest_running: Gauge<f64, AtomicU64>,
 }
 
 impl Metrics {
@@ -169,6 +192,11 @@ impl Metrics {
             "Seconds from a node's creation to its first sync",
             families.initial_node_sync_delay.clone(),
         );
+        registry.sub_registry_with_prefix("route_controller").register(
+            "route_sync",
+            "Route reconciles with the cloud provider, by trigger and outcome",
+            families.route_syncs.clone(),
+        );
         registry.register(
             "running_managed_controllers",
             "Controllers running, by name and manager",
@@ -194,6 +222,16 @@ impl Metrics {
         );
         queue.register("work_duration_seconds", "Seconds a worker spent on a key", families.work_duration.clone());
         queue.register("retries", "Keys requeued after a failure", families.queue_retries.clone());
+        queue.register(
+            "unfinished_work_seconds",
+            "Seconds the keys being processed have been so, summed: large values mean stuck workers",
+            families.unfinished_work.clone(),
+        );
+        queue.register(
+            "longest_running_processor_seconds",
+            "Seconds the longest-running key of a work queue has been processed",
+            families.longest_running.clone(),
+        );
     }
 
     /// The same metrics, recording work done with the provider `name`;
@@ -219,6 +257,8 @@ impl Metrics {
             queue_duration: families.queue_duration.get_or_create(&labels).clone(),
             work_duration: families.work_duration.get_or_create(&labels).clone(),
             retries: families.queue_retries.get_or_create(&labels).clone(),
+            unfinished_work: families.unfinished_work.get_or_create(&labels).clone(),
+            longest_running: families.longest_running.get_or_create(&labels).clone(),
         }
     }
 
@@ -260,6 +300,22 @@ impl Metrics {
         self.families.reconcile_errors.get_or_create(&labels).inc();
     }
 
+    /// Counts a route reconcile started by `trigger`: failed, or whether it
+    /// created or deleted a route.
+    pub fn route_sync(&self, trigger: &str, failed: bool, changed: bool) {
+        let outcome = match (failed, changed) {
+            (true, _) => "error",
+            (false, true) => "changed",
+            (false, false) => "noop",
+        };
+        let labels = RouteSyncLabels {
+            outcome: outcome.to_owned(),
+            trigger: trigger.to_owned(),
+            provider: self.provider.to_string(),
+        };
+        self.families.route_syncs.get_or_create(&labels).inc();
+    }
+
     /// Marks this replica the leader of the lease `name`, or not.
     pub fn leader(&self, name: &str, leading: bool) {
         self.families.leader.get_or_create(&LeaseLabels { name: name.to_owned() }).set(i64::from(leading));
@@ -267,7 +323,19 @@ impl Metrics {
 
     /// Marks the controller `name` running or stopped.
     pub fn controller_running(&self, name: &str, running: bool) {
-        let labels = ControllerLabels { name: name.to_owned(), manager: "wasm-ccm".to_owned() };
+        let labels = ControllerLabels { name: name.to_owned(), manager: "cloud-controller-manager".to_owned() };
         self.families.running_controllers.get_or_create(&labels).set(i64::from(running));
+    }
+}
+
+#[cfg(test)]
+impl Metrics {
+    /// Every metric in Prometheus' text format.
+    pub(crate) fn text(&self) -> String {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("metrics encode");
+        text
     }
 }

@@ -63,8 +63,8 @@ pub trait Reconcile: Send + Sync + 'static {
     /// Its work queue's name in metrics: upstream's where upstream has one.
     const QUEUE: &'static str;
 
-    /// How failed keys are retried.
-    fn retry(&self) -> Retry;
+    /// How `key` is retried when its reconcile failed.
+    fn retry(&self, key: &Self::Key) -> Retry;
 
     /// Brings `key`'s object in line with the cloud, or the cloud with it,
     /// and says when to come back to it.
@@ -193,7 +193,7 @@ async fn work<R: Reconcile>(reconciler: Arc<R>, queue: WorkQueue<R::Key>, metric
 /// once for all requests.
 fn on_error<R: Reconcile>(reconciler: &R, queue: &WorkQueue<R::Key>, metrics: &Metrics, key: &R::Key, err: &Error) {
     metrics.reconcile_error(R::NAME, err.kind());
-    let retry = match (err.retry_after(), reconciler.retry()) {
+    let retry = match (err.retry_after(), reconciler.retry(key)) {
         (Some(delay), _) => {
             queue.add_after(key.clone(), delay);
             tracing::info!(controller = R::NAME, %key, "the provider asked to retry in {delay:?}: {err}");
@@ -243,7 +243,6 @@ async fn every(period: Duration, stop: CancellationToken, mut tick: impl FnMut()
 mod tests {
     use std::sync::Mutex;
 
-    use prometheus_client::registry::Registry;
     use tokio::time::Instant;
     use wasm_ccm_cloud::ProviderError;
 
@@ -267,7 +266,7 @@ mod tests {
 
         const NAME: &'static str = "scripted";
         const QUEUE: &'static str = "scripted";
-        fn retry(&self) -> Retry {
+        fn retry(&self, _key: &Self::Key) -> Retry {
             if RETRIES { Retry::Backoff(Backoff::SERVICE) } else { Retry::NextTrigger }
         }
 
@@ -280,14 +279,6 @@ mod tests {
                 None => Ok(Action::AwaitChange),
             }
         }
-    }
-
-    fn metrics_text(metrics: &Metrics) -> String {
-        let mut registry = Registry::default();
-        metrics.register(&mut registry);
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        text
     }
 
     /// Runs `reconciler` on one key until it was called `calls` times.
@@ -316,10 +307,7 @@ mod tests {
         ]);
         let metrics = run(script, 3, |script| script.calls.lock().unwrap().len()).await;
         assert!(started.elapsed() >= Duration::from_secs(15), "5 s, then 10 s: {:?}", started.elapsed());
-        assert!(
-            metrics_text(&metrics)
-                .contains(r#"reconcile_errors_total{controller="scripted",kind="cloud",provider=""} 2"#)
-        );
+        assert!(metrics.text().contains(r#"reconcile_errors_total{controller="scripted",kind="cloud",provider=""} 2"#));
     }
 
     #[tokio::test(start_paused = true)]
@@ -358,7 +346,7 @@ mod tests {
         const NAME: &'static str = "every-minute";
         const QUEUE: &'static str = "every-minute";
 
-        fn retry(&self) -> Retry {
+        fn retry(&self, _key: &Self::Key) -> Retry {
             Retry::After(Duration::from_secs(60))
         }
 

@@ -39,6 +39,11 @@ pub struct Bucket {
 impl Backoff {
     /// Upstream's service controller backoff: 5 s to 300 s.
     pub const SERVICE: Backoff = Backoff { base: Duration::from_secs(5), max: Duration::from_secs(300), overall: None };
+    /// A Service waiting for its load balancer's cleanup: upstream's backoff,
+    /// but at least every 30 s, as upstream's informer resync (30 s) queues
+    /// such a Service again whatever its backoff.
+    pub const SERVICE_CLEANUP: Backoff =
+        Backoff { base: Duration::from_secs(5), max: Duration::from_secs(30), overall: None };
     /// client-go's default controller rate limiter, which upstream's cloud
     /// node controller uses: 5 ms to 1000 s per key, and 10 retries per
     /// second with bursts of 100 overall.
@@ -53,6 +58,9 @@ impl Backoff {
         self.base.saturating_mul(1u32.checked_shl(failures).unwrap_or(u32::MAX)).min(self.max)
     }
 }
+
+/// How often the gauges of the work in progress are set: client-go's period.
+const UNFINISHED_WORK_PERIOD: Duration = Duration::from_millis(500);
 
 struct State<K> {
     queue: VecDeque<K>,
@@ -244,13 +252,29 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.shared.ready.notify_waiters();
     }
 
-    /// Moves delayed keys into the queue when their time comes.
+    /// Sets the gauges of the work in progress, as client-go's
+    /// `updateUnfinishedWork`.
+    fn measure_unfinished_work(&self) {
+        let state = self.shared.lock();
+        let now = Instant::now();
+        let running = state.processing.values().map(|started| now.saturating_duration_since(*started).as_secs_f64());
+        let (total, longest) =
+            running.fold((0.0, 0.0_f64), |(total, longest), seconds| (total + seconds, longest.max(seconds)));
+        self.shared.metrics.unfinished_work.set(total);
+        self.shared.metrics.longest_running.set(longest);
+    }
+
+    /// Moves delayed keys into the queue when their time comes, and
+    /// measures the work in progress every [`UNFINISHED_WORK_PERIOD`].
     async fn run_timer(self, mut pending: mpsc::UnboundedReceiver<(Instant, K)>) {
         let mut timers: BTreeMap<(Instant, u64), K> = BTreeMap::new();
         let mut sequence = 0u64;
+        let mut measure = tokio::time::interval(UNFINISHED_WORK_PERIOD);
+        measure.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let next = timers.keys().next().map(|(at, _)| *at);
             tokio::select! {
+                _ = measure.tick() => self.measure_unfinished_work(),
                 received = pending.recv() => match received {
                     Some((at, key)) => {
                         sequence += 1;
@@ -289,6 +313,33 @@ mod tests {
 
     fn queue() -> WorkQueue<&'static str> {
         WorkQueue::new(Metrics::default().queue("test"))
+    }
+
+    /// The value of the one series of `metric` in `text`.
+    fn value(text: &str, metric: &str) -> f64 {
+        let line = text.lines().find(|line| line.starts_with(&format!("{metric}{{"))).expect("the metric");
+        line.rsplit(' ').next().and_then(|value| value.parse().ok()).expect("a number")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_work_in_progress_is_measured_as_client_go_measures_it() {
+        let metrics = Metrics::default();
+        let queue = WorkQueue::new(metrics.queue("test"));
+        queue.add("a");
+        queue.add("b");
+        assert_eq!(queue.next().await, Some("a"));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(queue.next().await, Some("b"));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let text = metrics.text();
+        let longest = value(&text, "workqueue_longest_running_processor_seconds");
+        let unfinished = value(&text, "workqueue_unfinished_work_seconds");
+        assert!((2.5..=3.0).contains(&longest), "{text}");
+        assert!((3.0..=4.0).contains(&unfinished), "measured within a period: {text}");
+        queue.done(&"a");
+        queue.done(&"b");
+        tokio::time::sleep(UNFINISHED_WORK_PERIOD).await;
+        assert_eq!(value(&metrics.text(), "workqueue_unfinished_work_seconds"), 0.0);
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::{Event, Node, Service};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 use serde_json::{Value, json};
 use wasm_ccm_controllers::{
@@ -331,20 +331,32 @@ async fn provider_errors_are_reported_and_backed_off(backend: &Backend) {
             (!events.is_empty()).then_some(events)
         })
         .await;
-    let note = failures[0].note.clone().unwrap_or_default();
+    let note = failures[0].message.clone().unwrap_or_default();
     assert!(note.contains("failed to ensure load balancer: quota exhausted"), "{note}");
     assert_eq!(failures[0].type_.as_deref(), Some("Warning"));
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(cluster.event_count("SyncLoadBalancerFailed").await, 1, "the next attempt waits 5 s");
+    // As upstream's recorder writes them: core events from the controller's
+    // component, a repeat counted on the first.
+    let events: Api<Event> = Api::all(cluster.admin.clone());
+    let by_source = events.list(&ListParams::default().fields("source=service-controller")).await.unwrap();
+    let reasons: Vec<_> = by_source.items.iter().filter_map(|event| event.reason.as_deref()).collect();
+    assert!(reasons.contains(&"SyncLoadBalancerFailed"), "{reasons:?}");
+    cluster
+        .wait("the repeat counted on the first event", || async {
+            let events = cluster.events("SyncLoadBalancerFailed").await;
+            (events.len() == 1 && events[0].count == Some(2)).then_some(())
+        })
+        .await;
 
-    // Another error is another event: its message is not lost in the first one's series.
+    // Another error is another event: its message is not lost in the first one's count.
     let mut config = instances();
     config["faults"] = json!({"load-balancer.ensure": {"error": {"kind": "other", "message": "subnet full"}}});
     cluster.reconfigure(config).await;
     let notes = cluster
         .wait("a second SyncLoadBalancerFailed", || async {
             let notes: Vec<String> =
-                cluster.events("SyncLoadBalancerFailed").await.into_iter().filter_map(|event| event.note).collect();
+                cluster.events("SyncLoadBalancerFailed").await.into_iter().filter_map(|event| event.message).collect();
             (notes.len() == 2).then_some(notes)
         })
         .await;

@@ -25,6 +25,7 @@ mod registry_answers;
 mod reload;
 mod replicas;
 mod sandbox;
+mod upstream;
 
 /// The `wasm-ccm` binary Cargo built for this run of the tests.
 fn binary() -> &'static Path {

@@ -19,7 +19,8 @@ pub struct UpstreamArgs {
     /// Accepted with a warning, as `--allocate-node-cidrs`.
     #[arg(long, value_name = "TYPE")]
     pub cidr_allocator_type: Option<String>,
-    /// wasm-ccm has no feature gates: accepted with a warning.
+    /// Upstream's feature gates: `CloudControllerManagerWatchBasedRoutesReconciliation`
+    /// is honoured; the others are accepted with a warning.
     #[arg(long, value_delimiter = ',', value_name = "GATE=BOOL")]
     pub feature_gates: Vec<String>,
     /// There are no profiling handlers: `true` is accepted with a warning.
@@ -105,9 +106,95 @@ pub struct UpstreamArgs {
     /// There are no profiling handlers: `true` is accepted with a warning.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub contention_profiling: Option<bool>,
+    /// As `--tls-cipher-suites`.
+    #[arg(long, value_delimiter = ',', value_name = "CURVE")]
+    pub tls_curve_preferences: Vec<String>,
+    /// The admin server keeps its HTTP/2 defaults: `true` is accepted with
+    /// a warning.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub disable_http2_serving: Option<bool>,
+    /// As `--requestheader-client-ca-file`.
+    #[arg(long, value_delimiter = ',', value_name = "HEADER")]
+    pub requestheader_uid_headers: Vec<String>,
+    /// Leader migration hands controllers over from kube-controller-manager;
+    /// wasm-ccm takes its own lease: `true` is accepted with a warning.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub enable_leader_migration: Option<bool>,
+    /// As `--enable-leader-migration`.
+    #[arg(long, value_name = "FILE")]
+    pub leader_migration_config: Option<String>,
+    /// klog's flush interval: logs are written as they come here; accepted
+    /// with a warning, as the other `--log-*` flags of klog's.
+    #[arg(long, value_name = "DURATION")]
+    pub log_flush_frequency: Option<String>,
+    /// As `--log-flush-frequency`.
+    #[arg(long, value_name = "SIZE")]
+    pub log_json_info_buffer_size: Option<String>,
+    /// As `--log-flush-frequency`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub log_json_split_stream: Option<bool>,
+    /// As `--log-flush-frequency`.
+    #[arg(long, value_name = "SIZE")]
+    pub log_text_info_buffer_size: Option<String>,
+    /// As `--log-flush-frequency`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub log_text_split_stream: Option<bool>,
+    /// klog's per-file verbosity: `--log-level` takes per-module directives
+    /// here; accepted with a warning.
+    #[arg(long, value_name = "PATTERN=N")]
+    pub vmodule: Option<String>,
+    /// There is no webhook server: accepted with a warning, as the other
+    /// `--webhook-*` flags.
+    #[arg(long, value_name = "ADDRESS")]
+    pub webhook_bind_address: Option<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_name = "DIR")]
+    pub webhook_cert_dir: Option<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub webhook_disable_http2_serving: Option<bool>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_name = "FILE")]
+    pub webhook_tls_cert_file: Option<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_name = "FILE")]
+    pub webhook_tls_private_key_file: Option<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_delimiter = ',', value_name = "SUITE")]
+    pub webhook_tls_cipher_suites: Vec<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_delimiter = ',', value_name = "CURVE")]
+    pub webhook_tls_curve_preferences: Vec<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_name = "VERSION")]
+    pub webhook_tls_min_version: Option<String>,
+    /// As `--webhook-bind-address`.
+    #[arg(long, value_name = "CERT,KEY[:NAMES]")]
+    pub webhook_tls_sni_cert_key: Vec<String>,
+}
+
+/// Upstream's gate for route reconciles started by node changes.
+pub const WATCH_BASED_ROUTES: &str = "CloudControllerManagerWatchBasedRoutesReconciliation";
+
+/// The name of a `--feature-gates` entry `Name=bool`.
+fn gate_name(gate: &str) -> &str {
+    gate.split_once('=').map_or(gate, |(name, _)| name).trim()
 }
 
 impl UpstreamArgs {
+    /// Whether `--feature-gates` turns [`WATCH_BASED_ROUTES`] on.
+    ///
+    /// # Errors
+    /// When its value is not a boolean.
+    pub fn watch_based_routes(&self) -> anyhow::Result<bool> {
+        let mut enabled = false;
+        for gate in self.feature_gates.iter().filter(|gate| gate_name(gate) == WATCH_BASED_ROUTES) {
+            let value = gate.split_once('=').map_or("", |(_, value)| value.trim());
+            enabled = value.parse().map_err(|_| anyhow::anyhow!("--feature-gates: {gate}: not true or false"))?;
+        }
+        Ok(enabled)
+    }
+
     /// What each flag set does here: `(is it a warning, message)`.
     pub fn notices(&self) -> Vec<(bool, String)> {
         let mut notices = Vec::new();
@@ -125,7 +212,17 @@ impl UpstreamArgs {
             "pod CIDRs are kube-controller-manager's to allocate",
         );
         ignored(self.cidr_allocator_type.is_some(), "--cidr-allocator-type", "no pod CIDRs are allocated here");
-        ignored(!self.feature_gates.is_empty(), "--feature-gates", "wasm-ccm has no feature gates");
+        let others: Vec<&str> = self
+            .feature_gates
+            .iter()
+            .map(String::as_str)
+            .filter(|gate| gate_name(gate) != WATCH_BASED_ROUTES)
+            .collect();
+        ignored(
+            !others.is_empty(),
+            &format!("--feature-gates={}", others.join(",")),
+            "only WatchBasedRoutes' gate applies",
+        );
         ignored(self.profiling == Some(true), "--profiling=true", "there are no profiling handlers");
         ignored(self.kube_api_content_type.is_some(), "--kube-api-content-type", "requests are JSON");
         ignored(self.min_resync_period.is_some(), "--min-resync-period", "the caches follow watches only");
@@ -150,8 +247,10 @@ impl UpstreamArgs {
         ignored(self.cert_dir.is_some(), "--cert-dir", "the certificate is --tls-cert-file's or self-signed in memory");
         ignored(self.client_ca_file.is_some(), "--client-ca-file", "the admin server authenticates bearer tokens");
         ignored(
-            !self.tls_cipher_suites.is_empty() || self.tls_min_version.is_some(),
-            "--tls-cipher-suites/--tls-min-version",
+            !self.tls_cipher_suites.is_empty()
+                || self.tls_min_version.is_some()
+                || !self.tls_curve_preferences.is_empty(),
+            "--tls-cipher-suites/--tls-min-version/--tls-curve-preferences",
             "the admin server keeps rustls' suites and versions (TLS 1.2 and 1.3)",
         );
         ignored(!self.tls_sni_cert_key.is_empty(), "--tls-sni-cert-key", "the admin server serves one certificate");
@@ -159,7 +258,8 @@ impl UpstreamArgs {
             || !self.requestheader_allowed_names.is_empty()
             || !self.requestheader_username_headers.is_empty()
             || !self.requestheader_group_headers.is_empty()
-            || !self.requestheader_extra_headers_prefix.is_empty();
+            || !self.requestheader_extra_headers_prefix.is_empty()
+            || !self.requestheader_uid_headers.is_empty();
         ignored(
             request_headers,
             "--requestheader-*",
@@ -185,6 +285,33 @@ impl UpstreamArgs {
             "--contention-profiling=true",
             "there are no profiling handlers",
         );
+        ignored(
+            self.disable_http2_serving == Some(true),
+            "--disable-http2-serving=true",
+            "the admin server keeps its HTTP/2 defaults",
+        );
+        ignored(
+            self.enable_leader_migration == Some(true) || self.leader_migration_config.is_some(),
+            "--enable-leader-migration/--leader-migration-config",
+            "wasm-ccm takes its own lease, --leader-elect-resource-name",
+        );
+        let klog = self.log_flush_frequency.is_some()
+            || self.log_json_info_buffer_size.is_some()
+            || self.log_json_split_stream.is_some()
+            || self.log_text_info_buffer_size.is_some()
+            || self.log_text_split_stream.is_some();
+        ignored(klog, "klog's --log-* flags", "logs are written to stderr as they come");
+        ignored(self.vmodule.is_some(), "--vmodule", "--log-level takes per-module directives");
+        let webhooks = self.webhook_bind_address.is_some()
+            || self.webhook_cert_dir.is_some()
+            || self.webhook_disable_http2_serving.is_some()
+            || self.webhook_tls_cert_file.is_some()
+            || self.webhook_tls_private_key_file.is_some()
+            || !self.webhook_tls_cipher_suites.is_empty()
+            || !self.webhook_tls_curve_preferences.is_empty()
+            || self.webhook_tls_min_version.is_some()
+            || !self.webhook_tls_sni_cert_key.is_empty();
+        ignored(webhooks, "--webhook-*", "there are no webhooks");
         notices
     }
 
@@ -242,10 +369,15 @@ mod tests {
             "--http2-max-streams-per-connection=1000",
             "--permit-port-sharing",
             "--contention-profiling",
+            "--disable-http2-serving",
+            "--enable-leader-migration",
+            "--log-flush-frequency=5s",
+            "--vmodule=controller*=4",
+            "--webhook-bind-address=0.0.0.0",
         ])
         .unwrap();
         let notices = args.upstream.notices();
-        assert_eq!(notices.len(), 22, "{notices:?}");
+        assert_eq!(notices.len(), 27, "{notices:?}");
         assert!(!notices[0].0, "the provider's name is information");
         assert!(notices[1..].iter().all(|(warning, _)| *warning), "{notices:?}");
         let quiet = Command::try_parse_from([

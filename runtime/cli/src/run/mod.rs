@@ -136,9 +136,16 @@ pub struct RunArgs {
     /// Services synced at once (upstream: 1).
     #[arg(long, default_value_t = Settings::default().concurrent_service_syncs)]
     pub concurrent_service_syncs: usize,
-    /// Nodes synced at once (upstream: 1).
+    /// Nodes initialised at once (upstream: 1).
     #[arg(long, default_value_t = Settings::default().concurrent_node_syncs)]
     pub concurrent_node_syncs: usize,
+    /// Initialised nodes whose addresses are refreshed at once (upstream: 1).
+    #[arg(long, default_value_t = Settings::default().concurrent_node_status_updates)]
+    pub concurrent_node_status_updates: usize,
+    /// Not-Ready nodes the node lifecycle controller checks at once
+    /// (upstream: 1).
+    #[arg(long, default_value_t = Settings::default().concurrent_node_lifecycle_syncs)]
+    pub concurrent_node_lifecycle_syncs: usize,
     /// How often the node lifecycle controller checks nodes.
     #[arg(long, default_value_t = Settings::default().node_monitor_period.into())]
     pub node_monitor_period: humantime::Duration,
@@ -192,6 +199,8 @@ impl RunArgs {
         for (flag, value) in [
             ("--concurrent-service-syncs", self.concurrent_service_syncs),
             ("--concurrent-node-syncs", self.concurrent_node_syncs),
+            ("--concurrent-node-status-updates", self.concurrent_node_status_updates),
+            ("--concurrent-node-lifecycle-syncs", self.concurrent_node_lifecycle_syncs),
         ] {
             anyhow::ensure!(value >= 1, "{flag} must be at least 1");
         }
@@ -212,9 +221,12 @@ impl RunArgs {
             configure_cloud_routes: self.configure_cloud_routes,
             concurrent_service_syncs: self.concurrent_service_syncs,
             concurrent_node_syncs: self.concurrent_node_syncs,
+            concurrent_node_status_updates: self.concurrent_node_status_updates,
+            concurrent_node_lifecycle_syncs: self.concurrent_node_lifecycle_syncs,
             node_monitor_period: *self.node_monitor_period,
             node_status_update_frequency: *self.node_status_update_frequency,
             route_reconciliation_period: *self.route_reconciliation_period,
+            watch_based_routes: self.upstream.watch_based_routes()?,
             load_balancer_resync_period: *self.load_balancer_resync_period,
         })
     }

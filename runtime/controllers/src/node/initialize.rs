@@ -41,7 +41,7 @@ impl<C: Cloud> Reconcile for InitializeNode<C> {
 
     const NAME: &'static str = "cloud-node";
     const QUEUE: &'static str = "Nodes";
-    fn retry(&self) -> Retry {
+    fn retry(&self, _key: &Self::Key) -> Retry {
         Retry::Backoff(Backoff::CONTROLLER)
     }
 

@@ -59,9 +59,11 @@ impl<C: Cloud> CloudNodeController<C> {
     /// A controller over the nodes of `ctx`; must be made inside a tokio
     /// runtime.
     pub fn new(ctx: Context<C>) -> Self {
-        let workers = ctx.settings.concurrent_node_syncs;
-        let initialize = Runner::new(InitializeNode::new(ctx.clone()), workers, ctx.metrics.clone());
-        let refresh = Runner::new(RefreshNode::new(ctx.clone()), workers, ctx.metrics.clone());
+        let settings = &ctx.settings;
+        let initialize =
+            Runner::new(InitializeNode::new(ctx.clone()), settings.concurrent_node_syncs, ctx.metrics.clone());
+        let refresh =
+            Runner::new(RefreshNode::new(ctx.clone()), settings.concurrent_node_status_updates, ctx.metrics.clone());
         CloudNodeController {
             triggers: Arc::new(NodeTriggers { queue: initialize.queue() }),
             initialize,

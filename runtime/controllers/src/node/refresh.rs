@@ -26,7 +26,7 @@ impl<C: Cloud> Reconcile for RefreshNode<C> {
 
     const NAME: &'static str = "cloud-node-status";
     const QUEUE: &'static str = "cloud-node-status";
-    fn retry(&self) -> Retry {
+    fn retry(&self, _key: &Self::Key) -> Retry {
         Retry::NextTrigger
     }
 

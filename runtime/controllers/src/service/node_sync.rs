@@ -43,7 +43,7 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
 
     const NAME: &'static str = "service-node-sync";
     const QUEUE: &'static str = "node";
-    fn retry(&self) -> Retry {
+    fn retry(&self, _key: &Self::Key) -> Retry {
         Retry::NextTrigger
     }
 
@@ -56,15 +56,17 @@ impl<C: Cloud> Reconcile for NodeSync<C> {
 }
 
 impl<C: Cloud> NodeSync<C> {
-    /// Upstream's `nodeSyncService` pass: every load balancer whose
-    /// nodes changed since it was last given them is updated.
+    /// Upstream's `syncNodes` pass: every load balancer whose nodes
+    /// changed since it was last given them is updated. Each pass is timed,
+    /// as upstream's, whether or not a load balancer needed it.
     async fn sync_nodes(&self) -> Result<(), Error> {
+        let started = Instant::now();
         let nodes = self.ctx.nodes.eligible();
         let stale = self.memory.stale(&nodes);
         if stale.is_empty() {
+            self.ctx.metrics.node_sync(started.elapsed().as_secs_f64(), false);
             return Ok(());
         }
-        let started = Instant::now();
         let failures = AtomicUsize::new(0);
         futures::stream::iter(stale)
             .for_each_concurrent(self.ctx.settings.concurrent_service_syncs, |key| {

@@ -39,8 +39,13 @@ impl<C: Cloud> Reconcile for ServiceSync<C> {
 
     const NAME: &'static str = "service";
     const QUEUE: &'static str = "service";
-    fn retry(&self) -> Retry {
-        Retry::Backoff(Backoff::SERVICE)
+    fn retry(&self, key: &ServiceKey) -> Retry {
+        let cleaning_up = self.services.get(key).is_some_and(|service| match self.claim.decide(&service) {
+            Decision::Delete => true,
+            Decision::Ignore => self.memory.may_have_load_balancer(key),
+            Decision::Ensure | Decision::Keep => false,
+        });
+        Retry::Backoff(if cleaning_up { Backoff::SERVICE_CLEANUP } else { Backoff::SERVICE })
     }
 
     async fn reconcile(&self, key: &ServiceKey) -> Result<Action, Error> {
@@ -283,7 +288,7 @@ impl<C: Cloud> ServiceSync<C> {
         let ingress = desired.ingress.as_ref().filter(|ingress| !ingress.is_empty());
         // A strategic merge patch, as upstream's: the ingress list has no
         // merge key, so it is replaced as a merge patch would, and the API
-        // server applies it with less work (RESULTS.md).
+        // server applies it with less work (docs/bench-log).
         let patch = Patch::Strategic(json!({"status": {"loadBalancer": {"ingress": ingress}}}));
         // Answered with the metadata alone: the cache's copy of the
         // version it gives holds the status as the API server kept it.
@@ -306,6 +311,8 @@ fn name(service: &Service) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use k8s_openapi::api::core::v1::{LoadBalancerIngress, Node, ServiceStatus};
     use kube::runtime::reflector::ObjectRef;
 
@@ -416,6 +423,23 @@ mod tests {
 
     /// Upstream's delete path runs for any Service that no longer wants the
     /// load balancer it had, finalizer or not.
+    #[tokio::test]
+    async fn a_service_waiting_for_cleanup_is_retried_at_least_every_30_s() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web").with_finalizer()).await);
+        let controller = sync(&env, &memory);
+        controller.reconcile(&key).await.unwrap();
+        assert_eq!(controller.retry(&key), Retry::Backoff(Backoff::SERVICE), "ensuring: upstream's backoff");
+        let api = Api::<Service>::namespaced(env.client.clone(), "default");
+        api.delete("web", &Default::default()).await.unwrap();
+        env.cloud.fail(Function::EnsureLoadBalancerDeleted, ProviderError::Cloud("still in use".into()));
+        env.service("web").await;
+        controller.reconcile(&key).await.unwrap_err();
+        assert_eq!(controller.retry(&key), Retry::Backoff(Backoff::SERVICE_CLEANUP), "cleaning up");
+        assert_eq!(Backoff::SERVICE_CLEANUP.delay(10), Duration::from_secs(30));
+    }
+
     #[tokio::test]
     async fn a_type_change_without_the_finalizer_still_clears_the_status() {
         let mut env = env().await;
