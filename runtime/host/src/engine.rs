@@ -99,7 +99,7 @@ const TABLE_KEPT_RESIDENT: usize = 32 << 10;
 /// Which compiler a component's code comes from.
 ///
 /// Winch, a baseline compiler, compiles in a fifth of Cranelift's CPU time
-/// (RESULTS.md) code that runs slower. It compiles what runs once, the
+/// (docs/bench-log) code that runs slower. It compiles what runs once, the
 /// instrumented component whose instance runs `initialize` for the
 /// snapshot, and the snapshot's code that calls run while Cranelift
 /// compiles the snapshot again in the background (see

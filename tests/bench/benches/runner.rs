@@ -2,7 +2,7 @@
 //! keys each reconciles per second at 20 at once, with a reconcile that
 //! does nothing and with one that waits 1 ms (as for the API server), on
 //! 20 000 objects already in a cache. This is the measurement behind the
-//! choice of runner (RESULTS.md).
+//! choice of runner (docs/bench-log).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
