@@ -60,7 +60,7 @@ impl Reconcile for Work {
 
     const NAME: &'static str = "bench";
     const QUEUE: &'static str = "bench";
-    fn retry(&self) -> Retry {
+    fn retry(&self, _key: &Self::Key) -> Retry {
         Retry::NextTrigger
     }
 

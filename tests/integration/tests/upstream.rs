@@ -24,7 +24,7 @@ fn the_flags_wasm_ccm_accepts_are_upstream_s_own() {
             let line = line.trim_start();
             let line = line.strip_prefix("-v, ").unwrap_or(line);
             let name = line.strip_prefix("--")?;
-            Some(name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next()?)
+            name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next()
         })
         .filter(|flag| !matches!(*flag, "help" | "version"))
         .collect();
