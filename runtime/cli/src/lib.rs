@@ -3,6 +3,8 @@
 
 mod args;
 mod compile_worker;
+#[cfg(test)]
+mod flags_reference;
 #[cfg(feature = "local")]
 mod local;
 mod logging;
