@@ -30,16 +30,14 @@ async fn get(port: u16, path: &'static str, token: Option<String>) -> (u16, Stri
         .unwrap_or_else(|| panic!("{path} answers"))
 }
 
-async fn the_admin_server_delegates_authentication_and_authorization(backend: &Backend) {
-    let server = TestApiServer::start(backend).await;
-    let cloud = FakeCloud::start().await.unwrap();
+/// `wasm-ccm run` with its admin server over HTTPS on a free port, against
+/// `server`, once `/readyz` answers; the directory holds its files.
+async fn start(server: &TestApiServer, cloud: &FakeCloud) -> (Process, u16, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     server.write_controller_kubeconfig(&kubeconfig);
     let config = dir.path().join("fake.json");
     std::fs::write(&config, json!({"cloud": cloud.url()}).to_string()).unwrap();
-    let reader = server.token(Identity::Admin); // system:masters
-    let own = server.token(Identity::CloudControllerManager); // deploy/'s RBAC: no /metrics
     let port = free_port().unwrap();
     let provider = guest_path("provider-fake");
     let args: Vec<String> = [
@@ -73,6 +71,15 @@ async fn the_admin_server_delegates_authentication_and_authorization(backend: &B
         assert!(Instant::now() < deadline, "/readyz never answered 200 without a token");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    (process, port, dir)
+}
+
+async fn the_admin_server_delegates_authentication_and_authorization(backend: &Backend) {
+    let server = TestApiServer::start(backend).await;
+    let cloud = FakeCloud::start().await.unwrap();
+    let reader = server.token(Identity::Admin); // system:masters
+    let own = server.token(Identity::CloudControllerManager); // deploy/'s RBAC: no /metrics
+    let (mut process, port, _files) = start(&server, &cloud).await;
     for path in ["/healthz", "/livez"] {
         assert_eq!(get(port, path, None).await.0, 200, "{path} needs no token");
     }
@@ -229,6 +236,39 @@ async fn token_and_access_reviews(backend: &Backend) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(!allowed(subject_access("somebody", &["readers"], None, Some("kube-system"))).await);
+}
+
+/// The process's resident memory, in bytes.
+fn resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Fresh tokens from anyone cost neither memory nor reviews past a bound:
+/// a token over the length cap is refused before any review, and a token
+/// the review refuses is not kept.
+#[tokio::test]
+async fn fresh_bad_tokens_leave_memory_flat_and_long_ones_unreviewed() {
+    let server = TestApiServer::start(&Backend::Harness).await;
+    let cloud = FakeCloud::start().await.unwrap();
+    let (mut process, port, _files) = start(&server, &cloud).await;
+    let reviews = || server.harness().requests().get("create", "tokenreviews.authentication.k8s.io");
+    let (before, reviewed) = (resident(process.id()), reviews());
+    let long = "x".repeat(100 * 1024);
+    for round in 0..1000 {
+        assert_eq!(get(port, "/metrics", Some(format!("{round}{long}"))).await.0, 401);
+    }
+    assert_eq!(reviews(), reviewed, "no token over the cap is reviewed");
+    for round in 0..1000 {
+        assert_eq!(get(port, "/providers", Some(format!("forged-{round}-{}", &long[..8 * 1024]))).await.0, 401);
+    }
+    assert_eq!(reviews(), reviewed + 1000, "each token under the cap is reviewed once");
+    assert_eq!(get(port, "/providers", Some(format!("forged-0-{}", &long[..8 * 1024]))).await.0, 401);
+    assert_eq!(reviews(), reviewed + 1001, "a refusal is not kept, so not found again");
+    let grown = resident(process.id()).saturating_sub(before);
+    assert!(grown < 32 << 20, "100 MiB of long tokens and 8 MiB of refused ones kept {} MiB", grown >> 20);
+    assert!(process.wait(Duration::ZERO).await.is_none(), "wasm-ccm kept serving");
 }
 
 on_both_api_servers!(the_admin_server_delegates_authentication_and_authorization, token_and_access_reviews);

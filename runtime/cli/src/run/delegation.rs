@@ -5,6 +5,11 @@
 //! `--authorization-always-allow-paths` need neither. Decisions are cached
 //! for a short time so that a scraper costs the API server one review of
 //! each kind per interval.
+//!
+//! Nobody unauthenticated can make the process hold more: a token longer
+//! than [`MAX_TOKEN_BYTES`] is refused before any review, the caches keep
+//! a token's SHA-256 rather than the token, refusals of a token are not
+//! kept, and each cache holds at most [`MAX_CACHED`] entries.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,11 +25,30 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use sha2::{Digest as _, Sha256};
 use wasm_ccm_kube::ClientSettings;
 
 /// The most decisions each cache keeps; beyond, expired ones are dropped,
 /// then all, so that clients sending fresh tokens cannot grow it.
 const MAX_CACHED: usize = 4096;
+
+/// The longest bearer token reviewed: service account tokens and OIDC ID
+/// tokens are a few KiB at most.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// What a cache entry is found by: a SHA-256 digest.
+type Digest = [u8; 32];
+
+/// The SHA-256 digest of `parts`, each length-prefixed so that no two
+/// lists of parts digest alike.
+fn digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Digest {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    hasher.finalize().into()
+}
 
 /// Upstream's delegated authentication and authorization flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -66,7 +90,7 @@ impl Default for DelegationArgs {
 }
 
 /// A user a token review named.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone)]
 struct User {
     name: String,
     uid: Option<String>,
@@ -119,8 +143,10 @@ pub struct Delegation {
     authentication: kube::Client,
     authorization: kube::Client,
     args: DelegationArgs,
-    tokens: Cache<String, Option<User>>,
-    decisions: Cache<(User, String), bool>,
+    /// Users by their token's digest.
+    tokens: Cache<Digest, User>,
+    /// Decisions by the digest of the user and the path.
+    decisions: Cache<Digest, bool>,
 }
 
 impl Delegation {
@@ -164,31 +190,43 @@ impl Delegation {
         }
         let token = authorization.and_then(|value| value.strip_prefix("Bearer ")).map(str::trim);
         let Some(token) = token.filter(|token| !token.is_empty()) else { return Decision::Unauthenticated };
-        let user = match self.tokens.get(&token.to_owned()) {
+        if token.len() > MAX_TOKEN_BYTES {
+            tracing::debug!(
+                bytes = token.len(),
+                "refused an admin request's token longer than {MAX_TOKEN_BYTES} bytes"
+            );
+            return Decision::Unauthenticated;
+        }
+        let token_digest = digest([token.as_bytes()]);
+        let user = match self.tokens.get(&token_digest) {
             Some(user) => user,
             None => match self.review_token(token).await {
-                Ok(user) => {
-                    self.tokens.put(token.to_owned(), user.clone(), self.args.authentication_token_webhook_cache_ttl);
+                Ok(Some(user)) => {
+                    let ttl = self.args.authentication_token_webhook_cache_ttl;
+                    self.tokens.put(token_digest, user.clone(), ttl);
                     user
                 }
+                // Not kept: fresh tokens must not fill the cache.
+                Ok(None) => return Decision::Unauthenticated,
                 Err(err) => {
                     tracing::warn!("cannot review a token of an admin request: {err:#}");
                     return Decision::Unauthenticated;
                 }
             },
         };
-        let Some(user) = user else { return Decision::Unauthenticated };
-        let key = (user, path.to_owned());
+        let groups = user.groups.iter().map(String::as_bytes);
+        let parts = [user.name.as_bytes(), user.uid.as_deref().unwrap_or_default().as_bytes(), path.as_bytes()];
+        let key = digest(parts.into_iter().chain(groups));
         let allowed = match self.decisions.get(&key) {
             Some(allowed) => allowed,
-            None => match self.review_access(&key.0, path).await {
+            None => match self.review_access(&user, path).await {
                 Ok(allowed) => {
                     let ttl = if allowed {
                         self.args.authorization_webhook_cache_authorized_ttl
                     } else {
                         self.args.authorization_webhook_cache_unauthorized_ttl
                     };
-                    self.decisions.put(key.clone(), allowed, ttl);
+                    self.decisions.put(key, allowed, ttl);
                     allowed
                 }
                 Err(err) => return Decision::Failed(format!("cannot authorize the request: {err:#}")),
@@ -197,7 +235,7 @@ impl Delegation {
         if allowed {
             Decision::Allowed
         } else {
-            Decision::Forbidden(format!("forbidden: User {:?} cannot get path {path:?}", key.0.name))
+            Decision::Forbidden(format!("forbidden: User {:?} cannot get path {path:?}", user.name))
         }
     }
 
