@@ -28,7 +28,7 @@ use url::Url;
 
 use crate::bindings::credentials;
 use crate::files::{Confinement, FileError, MAX_INPUT_FILE};
-use crate::log::clip;
+use crate::log::{Origin, clip};
 
 /// The most a directory's credentials hold together: 4 MiB.
 pub const MAX_CREDENTIALS: u64 = 4 << 20;
@@ -389,6 +389,8 @@ impl Credentials {
 /// The `credentials` import of one call.
 pub(crate) struct CredentialsImport {
     pub(crate) credentials: std::sync::Arc<Credentials>,
+    /// The call, whose line budget the refusals' warnings take from.
+    pub(crate) origin: Origin,
 }
 
 impl credentials::Host for CredentialsImport {
@@ -396,13 +398,17 @@ impl credentials::Host for CredentialsImport {
         let logged = clip(&name, MAX_NAME_LOGGED);
         let _span = tracing::debug_span!("credentials.get", name = %logged).entered();
         if self.credentials.is_sealed(&name) {
-            tracing::warn!(name = %logged, "provider asked for a sealed credential, which only the host may read");
+            if self.origin.take_line() {
+                tracing::warn!(name = %logged, "provider asked for a sealed credential, which only the host may read");
+            }
             return Ok(Err(credentials::Error::NotFound(name)));
         }
         Ok(match self.credentials.get(&name) {
             Some(value) => Ok(value.to_vec()),
             None => {
-                tracing::warn!(name = %logged, "provider asked for a credential that is not bound to it");
+                if self.origin.take_line() {
+                    tracing::warn!(name = %logged, "provider asked for a credential that is not bound to it");
+                }
                 Err(credentials::Error::NotFound(name))
             }
         })

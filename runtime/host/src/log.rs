@@ -20,8 +20,9 @@ use crate::bindings::log::{self, Level};
 pub(crate) const MAX_TEXT: usize = 8192;
 /// Fields kept per log record.
 const MAX_FIELDS: usize = 16;
-/// Log records and output lines one call may write; later ones are counted
-/// and dropped.
+/// Log records and output lines one call may write, the host's own lines
+/// about what the call asked for (refused HTTP requests and credentials)
+/// among them; later ones are counted and dropped.
 const MAX_LINES_PER_CALL: u32 = 1000;
 
 /// Who is logging: the provider and the call, and the call's line budget.
@@ -39,7 +40,7 @@ impl Origin {
     }
 
     /// Takes one line from the call's budget; `false` once it is spent.
-    fn take_line(&self) -> bool {
+    pub(crate) fn take_line(&self) -> bool {
         self.lines.used.fetch_add(1, Ordering::Relaxed) < MAX_LINES_PER_CALL
     }
 }

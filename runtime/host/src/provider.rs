@@ -501,7 +501,7 @@ impl LoadedProvider {
                 deadline,
                 origin: origin.clone(),
             },
-            credentials: CredentialsImport { credentials: self.credentials.clone() },
+            credentials: CredentialsImport { credentials: self.credentials.clone(), origin: origin.clone() },
             log: LogImport { origin },
         };
         let mut store = Store::new(engine, state);

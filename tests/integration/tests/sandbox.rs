@@ -510,6 +510,23 @@ async fn a_log_flood_costs_the_host_a_bounded_log_and_memory() {
     assert_still_serves(&handle).await;
 }
 
+/// What the host logs about a call's refused requests and credentials
+/// takes from the call's line budget, as the guest's own lines do.
+#[tokio::test]
+async fn refusals_the_host_logs_for_a_call_count_against_its_lines() {
+    let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;
+    let (logs, _guard) = capture_logs();
+    assert_eq!(run(&handle, "refused-many", "3000 http://blocked.example/").await.unwrap(), "refused 6000");
+    let text = logs.text();
+    let refusals = text
+        .lines()
+        .filter(|line| line.contains("refused a provider's HTTP request") || line.contains("not bound to it"))
+        .count();
+    assert_eq!(refusals, 1000, "a call's budget of lines");
+    assert!(text.contains("dropped log lines past 1000 in one call") && text.contains("dropped=5000"), "{refusals}");
+    assert_still_serves(&handle).await;
+}
+
 #[tokio::test]
 async fn a_guest_cannot_fill_the_host_s_resource_table() {
     let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;

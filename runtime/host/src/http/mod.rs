@@ -63,8 +63,10 @@ impl http::Host for HttpImport {
                 status_class(response.status)
             }
             Err(HttpError::Denied(why)) => {
-                let why = crate::log::clip(why, crate::log::MAX_TEXT);
-                tracing::warn!(parent: &span, provider = &*self.origin.provider, "refused a provider's HTTP request: {why}");
+                if self.origin.take_line() {
+                    let why = crate::log::clip(why, crate::log::MAX_TEXT);
+                    tracing::warn!(parent: &span, provider = &*self.origin.provider, "refused a provider's HTTP request: {why}");
+                }
                 "denied"
             }
             Err(err) => {

@@ -216,6 +216,18 @@ impl LoadBalancer for Hostile {
                 }
                 Ok(observed(format!("{ok} of {count} ok")))
             }
+            "refused-many" => {
+                // `COUNT URL`: COUNT requests the host refuses and COUNT
+                // credentials not bound to the provider, errors ignored.
+                let (count, url) = arg.split_once(' ').unwrap_or((arg, ""));
+                let count: usize = count.parse().map_err(|_| Error::other("refused-many takes a count and a URL"))?;
+                let mut refused = 0;
+                for _ in 0..count {
+                    refused += usize::from(Request::get(url).send().is_err());
+                    refused += usize::from(wasm_ccm_sdk::credentials::get_string("not-bound").is_err());
+                }
+                Ok(observed(format!("refused {refused}")))
+            }
             "http-auth" => {
                 let response = Request::get(arg).bearer("token").send()?;
                 Ok(observed(format!("status {} body {}", response.status(), response.text())))
