@@ -5,8 +5,10 @@
 //!
 //! Each sealed value is looked for as it is, in base64 (standard and
 //! URL-safe, padded or not, and at each of the three alignments it can have
-//! inside a longer encoded text) and percent-encoded (any mix of escaped and
-//! plain bytes, hex digits in either case, `+` for a space), in every header
+//! inside a longer encoded text), in hex (either case), as a JSON string's
+//! escapes give it (`\"`, `\\`, `\u00XX`, and `\/` for `/` or not) and
+//! percent-encoded (any mix of escaped and plain bytes, hex digits in either
+//! case, `+` for a space), in every header
 //! name and value, in the body and in the text of errors; every occurrence
 //! becomes `*`s of its length, so lengths and framing stay as they were.
 //! Bodies are read whole (within their cap) before they are scrubbed, so a
@@ -50,6 +52,8 @@ impl Scrubber {
         for value in &values {
             forms.push(value.clone());
             forms.extend(base64_forms(value));
+            forms.extend(hex_forms(value));
+            forms.extend(json_forms(value));
             decoded.push(value.clone());
             if value.contains(&b' ') {
                 // Spaces form-encoded, with or without escapes besides.
@@ -147,6 +151,34 @@ fn base64_forms(value: &[u8]) -> Vec<Vec<u8>> {
     forms
 }
 
+/// `value` in hex, lower and upper case.
+fn hex_forms(value: &[u8]) -> [Vec<u8>; 2] {
+    let lower: String = value.iter().map(|byte| format!("{byte:02x}")).collect();
+    [lower.to_ascii_uppercase().into_bytes(), lower.into_bytes()]
+}
+
+/// `value` as it stands inside a JSON string: its quotes, backslashes and
+/// control characters escaped, with `/` as it is and escaped as `\/`.
+fn json_forms(value: &[u8]) -> [Vec<u8>; 2] {
+    let mut escaped = Vec::with_capacity(value.len());
+    for &byte in value {
+        match byte {
+            b'"' => escaped.extend_from_slice(b"\\\""),
+            b'\\' => escaped.extend_from_slice(b"\\\\"),
+            0..0x20 => escaped.extend_from_slice(format!("\\u{byte:04x}").as_bytes()),
+            _ => escaped.push(byte),
+        }
+    }
+    let mut slashes = Vec::with_capacity(escaped.len());
+    for &byte in &escaped {
+        if byte == b'/' {
+            slashes.push(b'\\');
+        }
+        slashes.push(byte);
+    }
+    [escaped, slashes]
+}
+
 /// Where in `bytes` the patterns of `decoded` occur once percent-escapes
 /// are decoded: the ranges of the escaped text.
 fn percent_encoded(decoded: &AhoCorasick, bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
@@ -240,6 +272,19 @@ mod tests {
                 let decoded = engine.decode(text.replace('*', "A")).unwrap_or_default();
                 assert!(!String::from_utf8_lossy(&decoded).contains("t0ken"), "{prefix:?}: {text}");
             }
+        }
+    }
+
+    #[test]
+    fn masks_a_value_in_hex_and_as_a_json_string_escapes_it() {
+        let value = "to/ken\"quoted\\\u{1}";
+        let scrubber = Scrubber::new([value.to_owned()]);
+        let lower: String = value.bytes().map(|byte| format!("{byte:02x}")).collect();
+        let json = r#"to/ken\"quoted\\\u0001"#;
+        let slashed = r#"to\/ken\"quoted\\\u0001"#;
+        for form in [lower.clone(), lower.to_ascii_uppercase(), json.to_owned(), slashed.to_owned()] {
+            let echoed = format!("{{\"echo\": \"{form}\"}}");
+            assert_eq!(scrubbed(&scrubber, &echoed), format!("{{\"echo\": \"{}\"}}", "*".repeat(form.len())), "{form}");
         }
     }
 
