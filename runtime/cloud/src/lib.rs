@@ -7,6 +7,7 @@
 //! implements [`Cloud`] over a sandboxed component, the controllers call
 //! it, and tests use [`testing::TestCloud`] (feature `testing`).
 
+pub mod address;
 mod cloud;
 mod error;
 mod function;

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::runtime::reflector::Store;
@@ -57,11 +58,15 @@ pub struct NodeCache {
     shared: Arc<Derived>,
 }
 
+/// A value derived from the cache, with the cache version it was of.
+type Slot<T> = Mutex<Option<(u64, Arc<T>)>>;
+
 #[derive(Default)]
 struct Derived {
     /// Bumped on every change to the cache.
     version: AtomicU64,
-    eligible: Mutex<Option<(u64, Arc<NodeSnapshot>)>>,
+    eligible: Slot<NodeSnapshot>,
+    pod_networks: Slot<Vec<IpNet>>,
 }
 
 impl NodeCache {
@@ -102,15 +107,36 @@ impl NodeCache {
     /// The nodes that back load balancers now, in name order: one snapshot
     /// per change of the cache, shared by every load balancer.
     pub fn eligible(&self) -> Arc<NodeSnapshot> {
+        self.derived(&self.shared.eligible, |nodes| {
+            NodeSnapshot::new(nodes.into_iter().filter(|node| is_eligible(node)).collect())
+        })
+    }
+
+    /// The pod networks of every node (`spec.podCIDRs`), which no load
+    /// balancer may answer even where `--cluster-cidr` is not set: one list
+    /// per change of the cache.
+    pub fn pod_networks(&self) -> Arc<Vec<IpNet>> {
+        self.derived(&self.shared.pod_networks, |nodes| {
+            let cidrs = nodes.iter().filter_map(|node| node.spec.as_ref()?.pod_cidrs.clone()).flatten();
+            let mut networks: Vec<IpNet> =
+                cidrs.filter_map(|cidr| cidr.parse::<IpNet>().ok()).map(|net| net.trunc()).collect();
+            networks.sort_unstable();
+            networks.dedup();
+            networks
+        })
+    }
+
+    /// What `make` derives from the nodes, made once per change of the
+    /// cache and kept in `slot`.
+    fn derived<T>(&self, slot: &Slot<T>, make: impl FnOnce(Vec<Arc<Node>>) -> T) -> Arc<T> {
         let version = self.shared.version.load(Ordering::Acquire);
-        let mut cached = self.shared.eligible.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, set)) = cached.as_ref().filter(|(seen, _)| *seen == version) {
-            return set.clone();
+        let mut cached = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, value)) = cached.as_ref().filter(|(seen, _)| *seen == version) {
+            return value.clone();
         }
-        let nodes = self.store.state().into_iter().filter(|node| is_eligible(node)).collect();
-        let set = Arc::new(NodeSnapshot::new(nodes));
-        *cached = Some((version, set.clone()));
-        set
+        let value = Arc::new(make(self.store.state()));
+        *cached = Some((version, value.clone()));
+        value
     }
 }
 

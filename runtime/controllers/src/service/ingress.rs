@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
+use wasm_ccm_cloud::address::canonical_ip as canonical;
 
 use crate::config::Settings;
 
@@ -123,27 +124,67 @@ impl IngressRanges {
     }
 }
 
+/// The most entries one answer may hold: a load balancer answers an
+/// address per IP family, or per zone on some clouds.
+pub const MAX_INGRESS: usize = 16;
+
+/// The cluster's networks no load balancer may answer.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterNetworks<'a> {
+    /// The operator's settings: `--cluster-cidr`, `--service-cluster-ip-range`.
+    pub settings: &'a Settings,
+    /// The nodes' pod networks (`spec.podCIDRs`).
+    pub pod_networks: &'a [IpNet],
+}
+
 /// The first address or host name of `status` that may not be published:
-/// one refused for every provider given the cluster's networks in
-/// `settings`, or one outside the provider's `ranges`.
-pub fn refused(status: &LoadBalancerStatus, ranges: &IngressRanges, settings: &Settings) -> Option<RefusedIngress> {
+/// one refused for every provider given the cluster's `networks`, or one
+/// outside the provider's `ranges`; or the whole answer, when it holds more
+/// than [`MAX_INGRESS`] entries. An entry with both an address and a host
+/// name has both checked.
+pub fn refused(
+    status: &LoadBalancerStatus,
+    ranges: &IngressRanges,
+    networks: ClusterNetworks,
+) -> Option<RefusedIngress> {
     let ingress = status.ingress.as_deref().unwrap_or_default();
+    if ingress.len() > MAX_INGRESS {
+        let address = format!("{} entries", ingress.len());
+        return Some(RefusedIngress { address, why: format!("more than the {MAX_INGRESS} one answer may hold") });
+    }
     ingress.iter().find_map(|ingress| {
-        if let Some(text) = ingress.ip.as_deref() {
+        let address = ingress.ip.as_deref().and_then(|text| {
             let why = match text.parse::<IpAddr>() {
                 Err(_) => "not an IP address",
-                Ok(address) => why_refused(canonical(address), settings).or_else(|| {
+                Ok(address) => why_refused(canonical(address), networks).or_else(|| {
                     (!ranges.allows_address(canonical(address))).then_some("outside the provider's ingress ranges")
                 })?,
             };
-            return Some(RefusedIngress { address: text.to_owned(), why: why.to_owned() });
-        }
-        let name = ingress.hostname.as_deref()?;
-        (!ranges.allows_name(name)).then(|| RefusedIngress {
-            address: name.to_owned(),
-            why: "outside the provider's ingress ranges".to_owned(),
+            Some(RefusedIngress { address: text.to_owned(), why: why.to_owned() })
+        });
+        address.or_else(|| {
+            let name = ingress.hostname.as_deref()?;
+            let why = if is_inside_the_cluster(name) {
+                "a name inside the cluster"
+            } else if !ranges.allows_name(name) {
+                "outside the provider's ingress ranges"
+            } else {
+                return None;
+            };
+            Some(RefusedIngress { address: name.to_owned(), why: why.to_owned() })
         })
     })
+}
+
+/// Whether `name` names something inside the cluster (a Service's DNS
+/// name, `localhost`, a name of one label, resolved by search domains),
+/// which no load balancer may claim whatever its ranges.
+fn is_inside_the_cluster(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    !name.contains('.')
+        || name == "localhost"
+        || [".localhost", ".cluster.local", ".svc"].iter().any(|suffix| name.ends_with(suffix))
+        || name.contains(".svc.")
 }
 
 /// The IP addresses a provider answered for one Service, parsed once to be
@@ -221,15 +262,8 @@ fn addresses(status: &LoadBalancerStatus) -> impl Iterator<Item = (IpAddr, &str)
         .filter_map(|text| Some((canonical(text.parse().ok()?), text)))
 }
 
-/// An IPv4-mapped IPv6 address as the IPv4 address it carries.
-fn canonical(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
-fn why_refused(address: IpAddr, settings: &Settings) -> Option<&'static str> {
+fn why_refused(address: IpAddr, networks: ClusterNetworks) -> Option<&'static str> {
+    let settings = networks.settings;
     let within = |networks: &[IpNet]| networks.iter().any(|network| network.contains(&address));
     let why = match address {
         _ if address.is_loopback() => "a loopback address",
@@ -238,7 +272,7 @@ fn why_refused(address: IpAddr, settings: &Settings) -> Option<&'static str> {
         IpAddr::V4(v4) if v4.is_link_local() => "a link-local address (the cloud's metadata service among them)",
         IpAddr::V4(v4) if v4 == Ipv4Addr::BROADCAST => "the broadcast address",
         IpAddr::V6(v6) if v6.is_unicast_link_local() => "a link-local address",
-        _ if within(&settings.cluster_cidrs) => "in the cluster's pod networks",
+        _ if within(&settings.cluster_cidrs) || within(networks.pod_networks) => "in the cluster's pod networks",
         _ if within(&settings.service_cidrs) => "in the cluster's Service networks",
         _ => return None,
     };
@@ -271,6 +305,12 @@ mod tests {
         }
     }
 
+    /// What `refused` says of `status` under `ranges`, in the cluster of
+    /// [`settings`] whose nodes have no pod networks.
+    fn check(status: &LoadBalancerStatus, ranges: &IngressRanges) -> Option<RefusedIngress> {
+        refused(status, ranges, ClusterNetworks { settings: &settings(), pod_networks: &[] })
+    }
+
     fn refusal(address: &str, why: &str) -> Option<RefusedIngress> {
         Some(RefusedIngress { address: address.to_owned(), why: why.to_owned() })
     }
@@ -289,17 +329,20 @@ mod tests {
             ("255.255.255.255", "the broadcast address"),
             ("10.244.3.7", "in the cluster's pod networks"),
             ("10.96.0.1", "in the cluster's Service networks"),
+            ("::ffff:0:10.96.0.1", "in the cluster's Service networks"),
+            ("64:ff9b::10.244.0.9", "in the cluster's pod networks"),
+            ("::127.0.0.1", "a loopback address"),
             ("not-an-ip", "not an IP address"),
         ] {
-            assert_eq!(refused(&status(&["192.0.2.10", ip]), &any, &settings()), refusal(ip, why), "{ip}");
+            assert_eq!(check(&status(&["192.0.2.10", ip]), &any), refusal(ip, why), "{ip}");
         }
     }
 
     #[test]
     fn a_load_balancer_s_own_addresses_are_published() {
         let any = IngressRanges::default();
-        assert_eq!(refused(&status(&["192.0.2.10", "2001:db8::1", "10.0.0.5"]), &any, &settings()), None);
-        assert_eq!(refused(&hostname("lb.example.com"), &any, &settings()), None);
+        assert_eq!(check(&status(&["192.0.2.10", "2001:db8::1", "10.0.0.5"]), &any), None);
+        assert_eq!(check(&hostname("lb.example.com"), &any), None);
     }
 
     #[test]
@@ -307,25 +350,69 @@ mod tests {
         let ranges = IngressRanges::new(["203.0.113.0/24", "2001:db8::/32", "198.51.100.7", "*.lb.example.com"]);
         let ranges = ranges.unwrap();
         for allowed in [status(&["203.0.113.9", "2001:db8::5", "198.51.100.7"]), hostname("a.lb.example.com.")] {
-            assert_eq!(refused(&allowed, &ranges, &settings()), None, "{allowed:?}");
+            assert_eq!(check(&allowed, &ranges), None, "{allowed:?}");
         }
         let outside = "outside the provider's ingress ranges";
-        assert_eq!(
-            refused(&status(&["203.0.113.9", "192.0.2.1"]), &ranges, &settings()),
-            refusal("192.0.2.1", outside)
-        );
-        assert_eq!(refused(&hostname("lb.example.com"), &ranges, &settings()), refusal("lb.example.com", outside));
-        assert_eq!(refused(&hostname("evil.example.org"), &ranges, &settings()), refusal("evil.example.org", outside));
+        assert_eq!(check(&status(&["203.0.113.9", "192.0.2.1"]), &ranges), refusal("192.0.2.1", outside));
+        assert_eq!(check(&hostname("lb.example.com"), &ranges), refusal("lb.example.com", outside));
+        assert_eq!(check(&hostname("evil.example.org"), &ranges), refusal("evil.example.org", outside));
         let addresses_only = IngressRanges::new(["203.0.113.0/24"]).unwrap();
+        assert_eq!(check(&hostname("a.example.com"), &addresses_only), refusal("a.example.com", outside));
         assert_eq!(
-            refused(&hostname("a.example.com"), &addresses_only, &settings()),
-            refusal("a.example.com", outside)
-        );
-        assert_eq!(
-            refused(&status(&["127.0.0.1"]), &IngressRanges::new(["127.0.0.0/8"]).unwrap(), &settings()),
+            check(&status(&["127.0.0.1"]), &IngressRanges::new(["127.0.0.0/8"]).unwrap()),
             refusal("127.0.0.1", "a loopback address"),
             "ranges cannot let in what is always refused"
         );
+    }
+
+    #[test]
+    fn the_nodes_pod_networks_are_refused_without_a_cluster_cidr() {
+        let settings = Settings::default();
+        let pod_networks = ["10.42.1.0/24".parse().unwrap()];
+        let networks = ClusterNetworks { settings: &settings, pod_networks: &pod_networks };
+        let any = IngressRanges::default();
+        assert_eq!(
+            refused(&status(&["10.42.1.5"]), &any, networks),
+            refusal("10.42.1.5", "in the cluster's pod networks")
+        );
+        assert_eq!(refused(&status(&["10.42.2.5"]), &any, networks), None);
+    }
+
+    #[test]
+    fn host_names_are_checked_beside_an_address_and_never_name_the_cluster() {
+        let ranges = IngressRanges::new(["203.0.113.0/24", "*.lb.example.com"]).unwrap();
+        let both = |ip: &str, name: &str| LoadBalancerStatus {
+            ingress: Some(vec![LoadBalancerIngress {
+                ip: Some(ip.to_owned()),
+                hostname: Some(name.to_owned()),
+                ..Default::default()
+            }]),
+        };
+        let outside = "outside the provider's ingress ranges";
+        assert_eq!(
+            check(&both("203.0.113.9", "evil.attacker.example"), &ranges),
+            refusal("evil.attacker.example", outside)
+        );
+        assert_eq!(check(&both("203.0.113.9", "a.lb.example.com"), &ranges), None);
+        let inside = "a name inside the cluster";
+        for name in [
+            "kubernetes.default.svc.cluster.local",
+            "kubernetes.default.svc",
+            "kubernetes",
+            "localhost",
+            "x.cluster.local.",
+        ] {
+            assert_eq!(check(&hostname(name), &IngressRanges::default()), refusal(name, inside), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_answer_holds_a_bounded_number_of_entries() {
+        let ips: Vec<String> = (1..=MAX_INGRESS + 5).map(|host| format!("203.0.113.{host}")).collect();
+        let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
+        let refusal = check(&status(&ips), &IngressRanges::default()).expect("refused");
+        assert!(refusal.to_string().contains("21 entries"), "{refusal}");
+        assert_eq!(check(&status(&ips[..MAX_INGRESS]), &IngressRanges::default()), None);
     }
 
     #[test]

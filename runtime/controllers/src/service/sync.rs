@@ -174,8 +174,9 @@ impl<C: Cloud> ServiceSync<C> {
     /// Why the provider's answer `status` for `service` may not be
     /// published, if it may not.
     fn refused(&self, service: &Service, status: &LoadBalancerStatus) -> Option<ingress::RefusedIngress> {
-        let settings = &self.ctx.settings;
-        self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, settings)).or_else(|| {
+        let pod_networks = self.ctx.nodes.pod_networks();
+        let networks = ingress::ClusterNetworks { settings: &self.ctx.settings, pod_networks: &pod_networks };
+        self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, networks)).or_else(|| {
             let answer = ingress::Answer::new(status);
             if answer.is_empty() {
                 return None;

@@ -20,11 +20,12 @@
 //! resolves to them.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::str::FromStr;
 
 use ipnet::IpNet;
 use url::{Host, Url};
+use wasm_ccm_cloud::address::canonical_ip as canonical;
 
 /// Why an entry does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -320,25 +321,6 @@ fn host_matches(pattern: &HostPattern, host: &Host<&str>) -> bool {
             literal_address(host).is_some_and(|address| network.contains(&canonical(address)))
         }
         _ => false,
-    }
-}
-
-/// An IPv4 address embedded in IPv6 (mapped, translated, compatible,
-/// NAT64) as IPv4, so that it cannot slip past the IPv4 checks.
-fn canonical(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return IpAddr::V4(v4);
-            }
-            let segments = v6.segments();
-            let embedded = Ipv4Addr::from(u128::from(v6) as u32);
-            let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
-            let translated = segments[..6] == [0, 0, 0, 0, 0xffff, 0];
-            let compatible = segments[..6] == [0; 6] && u32::from(embedded) > 1;
-            if nat64 || translated || compatible { IpAddr::V4(embedded) } else { address }
-        }
-        IpAddr::V4(_) => address,
     }
 }
 
