@@ -117,6 +117,35 @@ pub enum OptionError {
         /// Each field widened, naming it.
         problems: Vec<String>,
     },
+    /// A providers file's limit above the operator's.
+    #[error("{field}: {asked} is above the operator's {flag}={ceiling}; a providers file may only lower a limit")]
+    AboveCeiling {
+        /// The providers file's field.
+        field: &'static str,
+        /// The operator's flag.
+        flag: &'static str,
+        /// What the file asked for.
+        asked: String,
+        /// The operator's limit.
+        ceiling: String,
+    },
+    /// The trust file names neither the provider nor `"*"`.
+    #[error(
+        "provider {provider}: --provider-trust does not name it, and has no \"*\" entry for providers it does not name"
+    )]
+    NotTrusted {
+        /// The provider.
+        provider: String,
+    },
+    /// A provider the trust file does not name asks for a credentials
+    /// directory a provider it names is trusted with.
+    #[error("provider {provider}: credentials {}: --provider-trust gives that directory to another provider", path.display())]
+    CredentialsOfAnother {
+        /// The provider.
+        provider: String,
+        /// The directory.
+        path: PathBuf,
+    },
     /// The trust file is not YAML keyed by provider name.
     #[error("--provider-trust {} is not a trust file", path.display())]
     NotATrustFile {

@@ -20,4 +20,4 @@ pub use providers_file::{
 pub use registry::RegistryArgs;
 pub use sandbox::SandboxArgs;
 pub use source::SourceArgs;
-pub use trust::{Trust, TrustFile};
+pub use trust::{Trust, TrustFile, Trusted, UNLISTED};

@@ -15,11 +15,11 @@ use kube::core::Selector;
 use serde::Deserialize;
 use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
 use wasm_ccm_fleet::{Planned, error_chain};
-use wasm_ccm_host::{Confinement, ProviderSpec, Rate};
+use wasm_ccm_host::{Confinement, Limits, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
 use crate::sandbox::cpu_millicores;
-use crate::{OptionError, RegistryArgs, SandboxArgs, SourceArgs, Trust, TrustFile};
+use crate::{OptionError, RegistryArgs, SandboxArgs, SourceArgs, Trust, TrustFile, Trusted};
 
 /// The file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -146,6 +146,10 @@ pub struct ProviderLoad {
     pub source: Option<SourceSettings>,
     /// Its configuration file and credentials directory, watched.
     pub inputs: InputFiles,
+    /// Whether the versions it serves are recorded for roll-back
+    /// protection: a single provider's are, and a providers file's when the
+    /// trust file names it.
+    pub records_versions: bool,
 }
 
 impl PartialEq for ProviderLoad {
@@ -159,7 +163,7 @@ impl ProviderLoad {
     /// template.
     pub fn single(template: ProviderSpec, source: Option<SourceSettings>, inputs: InputFiles) -> Self {
         let loading = ProviderEntry { name: template.name.clone(), ..ProviderEntry::default() };
-        ProviderLoad { loading, template, source, inputs }
+        ProviderLoad { loading, template, source, inputs, records_versions: true }
     }
 }
 
@@ -205,6 +209,9 @@ pub struct FileDefaults {
     /// What each provider is trusted with (`--provider-trust`), which its
     /// entry may only narrow.
     pub trust: TrustFile,
+    /// The operator's `--provider-*` limits: each provider's unless its
+    /// entry sets a lower one; a higher one is refused.
+    pub ceilings: Limits,
 }
 
 /// Parses `bytes` (YAML, of which JSON is a part) and checks every
@@ -268,7 +275,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
         let load_balancers = IngressRanges::new(&entry.ingress_ranges)
             .map(|ingress_ranges| LoadBalancerPolicy { ingress_ranges, resync: entry.resync.unwrap_or(true) });
         match plan_one(&entry, defaults).and_then(|planned| Ok((planned, load_balancers?))) {
-            Ok(((template, source, inputs), load_balancers)) => {
+            Ok(((template, source, inputs, records_versions), load_balancers)) => {
                 let serves = Serves {
                     load_balancer_classes: entry.load_balancer_classes.iter().cloned().collect(),
                     default_load_balancer: entry.default_load_balancer,
@@ -278,7 +285,13 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                 };
                 planned.push(PlannedProvider {
                     name: Arc::from(entry.name.as_str()),
-                    spec: ProviderLoad { loading: entry.loading(), template, source: Some(source), inputs },
+                    spec: ProviderLoad {
+                        loading: entry.loading(),
+                        template,
+                        source: Some(source),
+                        inputs,
+                        records_versions,
+                    },
                     serves,
                     load_balancers,
                     fit_to_support: false,
@@ -290,12 +303,33 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
     if problems.is_empty() { Ok(planned) } else { Err(InvalidProvidersFile { problems }) }
 }
 
+/// `asked`, the providers file's value of `field`, or the operator's
+/// `ceiling` (the flag `flag`) where the file sets none.
+///
+/// # Errors
+/// When `asked` is above the ceiling.
+fn within<T: PartialOrd>(
+    field: &'static str,
+    flag: &'static str,
+    asked: Option<T>,
+    ceiling: T,
+    shown: impl Fn(&T) -> String,
+) -> Result<T, OptionError> {
+    match asked {
+        Some(asked) if asked > ceiling => {
+            Err(OptionError::AboveCeiling { field, flag, asked: shown(&asked), ceiling: shown(&ceiling) })
+        }
+        Some(asked) => Ok(asked),
+        None => Ok(ceiling),
+    }
+}
+
 /// One provider's sandbox, source and inputs, read through the flags'
-/// own checks.
+/// own checks, and whether the trust file names it.
 fn plan_one(
     entry: &ProviderEntry,
     defaults: &FileDefaults,
-) -> Result<(ProviderSpec, SourceSettings, InputFiles), OptionError> {
+) -> Result<(ProviderSpec, SourceSettings, InputFiles, bool), OptionError> {
     let location: Location =
         entry.source.parse().map_err(|source| OptionError::Source { option: "source", source: Box::new(source) })?;
     if defaults.roots.is_closed() {
@@ -312,6 +346,7 @@ fn plan_one(
         }
     }
     let limits = &entry.limits;
+    let ceilings = &defaults.ceilings;
     let unparsable = |option| move |problem: String| OptionError::Unparsable { option, problem };
     let size = |value: &Option<String>, option| {
         value.as_deref().map(str::parse::<ByteSize>).transpose().map_err(unparsable(option))
@@ -338,7 +373,10 @@ fn plan_one(
         sealed_credentials,
         credentials: entry.credentials.clone(),
     };
-    let trusted = defaults.trust.of(&entry.name);
+    let Trusted { trust: trusted, by_name } = defaults.trust.of(&entry.name)?;
+    if let Some(path) = asked.credentials.as_deref().filter(|path| !by_name && defaults.trust.names_credentials(path)) {
+        return Err(OptionError::CredentialsOfAnother { provider: entry.name.clone(), path: path.to_owned() });
+    }
     let credentials_confinement = match trusted.credentials {
         Some(_) => Confinement::default(),
         None => defaults.roots.clone(),
@@ -350,16 +388,46 @@ fn plan_one(
         sealed_credentials: trust.sealed_credentials,
         ca_file: entry.ca_file.clone(),
         allow: entry.allow.clone(),
-        deadline: limits
-            .deadline
-            .as_deref()
-            .map(humantime::parse_duration)
-            .transpose()
-            .map_err(|err| unparsable("limits.deadline")(err.to_string()))?,
-        memory: size(&limits.memory, "limits.memory")?,
-        concurrency: limits.concurrent_calls,
-        max_response: size(&limits.max_response, "limits.maxResponse")?,
-        cpu: limits.cpu.as_deref().map(cpu_millicores).transpose().map_err(unparsable("limits.cpu"))?,
+        deadline: Some(within(
+            "limits.deadline",
+            "--provider-deadline",
+            limits
+                .deadline
+                .as_deref()
+                .map(humantime::parse_duration)
+                .transpose()
+                .map_err(|err| unparsable("limits.deadline")(err.to_string()))?,
+            ceilings.deadline,
+            |deadline| format!("{}s", deadline.as_secs_f64()),
+        )?),
+        memory: Some(within(
+            "limits.memory",
+            "--provider-memory",
+            size(&limits.memory, "limits.memory")?,
+            ByteSize(ceilings.memory),
+            |memory| memory.to_string(),
+        )?),
+        concurrency: Some(within(
+            "limits.concurrentCalls",
+            "--provider-concurrency",
+            limits.concurrent_calls,
+            ceilings.concurrency,
+            |calls| calls.to_string(),
+        )?),
+        max_response: Some(within(
+            "limits.maxResponse",
+            "--provider-max-response",
+            size(&limits.max_response, "limits.maxResponse")?,
+            ByteSize(ceilings.http_response_body as u64),
+            |size| size.to_string(),
+        )?),
+        cpu: Some(within(
+            "limits.cpu",
+            "--provider-cpu",
+            limits.cpu.as_deref().map(cpu_millicores).transpose().map_err(unparsable("limits.cpu"))?,
+            ceilings.cpu_millicores,
+            |cpu| format!("{cpu}m"),
+        )?),
         confinement: defaults.roots.clone(),
         credentials_confinement,
     };
@@ -381,11 +449,13 @@ fn plan_one(
         confinement: defaults.roots.clone(),
     };
     let source = source_args.settings_with_key(location, trust.public_key)?;
-    Ok((template, source, sandbox.input_files()))
+    Ok((template, source, sandbox.input_files(), by_name))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn defaults() -> FileDefaults {
@@ -395,6 +465,7 @@ mod tests {
             registry: RegistryArgs::default(),
             roots: Confinement::beneath(&["/".into()]).unwrap(),
             trust: TrustFile::default(),
+            ceilings: Limits { cpu_millicores: NonZeroU32::new(2000).unwrap(), ..Limits::default() },
         }
     }
 
@@ -425,7 +496,7 @@ providers:
         assert_eq!((http.per_second.get(), http.burst.get()), (10, 20));
         assert_eq!(a.spec.template.limits.calls.unwrap().per_second.get(), 50);
         assert_eq!(a.spec.template.limits.cpu_millicores.get(), 250);
-        assert_eq!(b.spec.template.limits.cpu_millicores.get(), 1000, "one core by default");
+        assert_eq!(b.spec.template.limits.cpu_millicores.get(), 2000, "the operator's by default");
         assert!(a.serves.default_load_balancer && a.serves.nodes && !a.serves.routes);
         assert_eq!(b.serves.load_balancer_classes.len(), 2);
         assert_eq!(b.spec.template.limits.http_requests, None);
@@ -548,6 +619,89 @@ providers:
         let source = planned[0].spec.source.as_ref().unwrap();
         assert!(source.verification.public_key.is_some(), "the trusted key is required");
         assert_eq!(source.minimum_version, Some(semver::Version::new(2, 1, 0)));
+    }
+
+    /// The rename: a provider the trust file requires a key of, named
+    /// otherwise in the providers file, is refused, not trusted with nothing.
+    #[test]
+    fn a_provider_the_trust_file_does_not_name_is_refused_unless_it_allows_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let pem = wasm_ccm_distribution::SigningKey::generate().unwrap().public_key_pem().unwrap();
+        std::fs::write(dir.path().join("a.pub"), pem).unwrap();
+        std::fs::create_dir(dir.path().join("a-credentials")).unwrap();
+        let trust = dir.path().join("trust.yaml");
+        let named = format!(
+            "vendor-a: {{publicKey: {}, credentials: {}}}\n",
+            dir.path().join("a.pub").display(),
+            dir.path().join("a-credentials").display()
+        );
+        std::fs::write(&trust, &named).unwrap();
+        let defaults = |trust: &Path| FileDefaults {
+            roots: Confinement::beneath(&[dir.path().to_owned()]).unwrap(),
+            trust: TrustFile::read(trust).unwrap(),
+            ..defaults()
+        };
+        let renamed =
+            b"providers: [{name: vendor-x, source: oci://registry.example/a:v1, loadBalancerClasses: [a.example/lb]}]";
+        let Err(InvalidProvidersFile { problems }) = plan(renamed, &defaults(&trust)) else { panic!("refused") };
+        assert!(problems[0].contains("provider vendor-x: --provider-trust does not name it"), "{problems:?}");
+
+        std::fs::write(&trust, format!("{named}\"*\": {{}}\n")).unwrap();
+        let planned = plan(renamed, &defaults(&trust)).unwrap_or_else(|err| panic!("{err}"));
+        assert!(!planned[0].spec.records_versions, "no roll-back record for a name the operator did not trust");
+        let named_provider = b"providers: [{name: vendor-a, source: oci://registry.example/a:v1, nodes: true}]";
+        assert!(plan(named_provider, &defaults(&trust)).unwrap()[0].spec.records_versions);
+        let borrowing = format!(
+            r#"{{"providers": [{{"name": "vendor-x", "source": "oci://registry.example/a:v1", "nodes": true,
+                "credentials": "{}"}}]}}"#,
+            dir.path().join("a-credentials").display()
+        );
+        let Err(InvalidProvidersFile { problems }) = plan(borrowing.as_bytes(), &defaults(&trust)) else {
+            panic!("refused")
+        };
+        assert!(problems[0].contains("gives that directory to another provider"), "{problems:?}");
+    }
+
+    #[test]
+    fn the_operator_s_limits_are_each_provider_s_ceiling_and_default() {
+        let planned =
+            plan(b"providers: [{name: a, source: /a.wasm, nodes: true, limits: {memory: 32MiB}}]", &defaults());
+        let limits = planned.unwrap().remove(0).spec.template.limits;
+        assert_eq!(limits.memory, 32 << 20, "lowered");
+        assert_eq!((limits.deadline, limits.concurrency), (Duration::from_secs(30), 64), "the operator's, unset");
+        assert_eq!(limits.cpu_millicores.get(), 2000, "the operator's, unset");
+        let widening = br#"
+providers:
+  - name: a
+    source: /a.wasm
+    nodes: true
+    limits: {deadline: 1000h, memory: 1GiB, concurrentCalls: 100000, maxResponse: 100GiB, cpu: "1024"}
+"#;
+        let Err(InvalidProvidersFile { problems }) = plan(widening, &defaults()) else { panic!("refused") };
+        let [problem] = problems.as_slice() else { panic!("{problems:#?}") };
+        assert!(
+            problem.contains("limits.deadline: 3600000s is above the operator's --provider-deadline=30s"),
+            "{problem}"
+        );
+        for (field, flag) in [
+            ("limits.memory", "--provider-memory"),
+            ("limits.concurrentCalls", "--provider-concurrency"),
+            ("limits.maxResponse", "--provider-max-response"),
+            ("limits.cpu", "--provider-cpu"),
+        ] {
+            let one = format!(
+                "providers: [{{name: a, source: /a.wasm, nodes: true, limits: {{{}: {}}}}}]",
+                field.trim_start_matches("limits."),
+                match field {
+                    "limits.memory" => "1GiB",
+                    "limits.concurrentCalls" => "100000",
+                    "limits.maxResponse" => "100GiB",
+                    _ => "\"1024\"",
+                }
+            );
+            let Err(InvalidProvidersFile { problems }) = plan(one.as_bytes(), &defaults()) else { panic!("{field}") };
+            assert!(problems[0].contains(&format!("{field}: ")) && problems[0].contains(flag), "{problems:?}");
+        }
     }
 
     #[test]

@@ -79,6 +79,21 @@ impl SandboxArgs {
         }
     }
 
+    /// The limits the flags set, [`Limits::default`]'s where unset.
+    pub fn limits(&self) -> Limits {
+        let defaults = Limits::default();
+        Limits {
+            deadline: self.deadline.unwrap_or(defaults.deadline),
+            memory: self.memory.map_or(defaults.memory, |memory| memory.as_u64()),
+            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
+            http_response_body: self
+                .max_response
+                .map_or(defaults.http_response_body, |size| usize::try_from(size.as_u64()).unwrap_or(usize::MAX)),
+            cpu_millicores: self.cpu.unwrap_or(defaults.cpu_millicores),
+            ..defaults
+        }
+    }
+
     /// A spec without the component: the configuration, credentials,
     /// allow-list and limits, checked and read (each file at most
     /// [`MAX_INPUT_FILE`], within the confinement).
@@ -105,17 +120,7 @@ impl SandboxArgs {
         }
         .seal(self.sealed_credentials.clone())?;
         let allow_list = AllowList::parse(&self.allow)?;
-        let defaults = Limits::default();
-        let limits = Limits {
-            deadline: self.deadline.unwrap_or(defaults.deadline),
-            memory: self.memory.map_or(defaults.memory, |memory| memory.as_u64()),
-            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
-            http_response_body: self
-                .max_response
-                .map_or(defaults.http_response_body, |size| usize::try_from(size.as_u64()).unwrap_or(usize::MAX)),
-            cpu_millicores: self.cpu.unwrap_or(defaults.cpu_millicores),
-            ..defaults
-        };
+        let limits = self.limits();
         let trusted_certificates = match &self.ca_file {
             Some(path) => Some(read("--provider-ca-file", path)?.into()),
             None => None,

@@ -4,6 +4,13 @@
 //! version it may run, which of its credentials are sealed and where they
 //! may go, and its credentials directory. The providers file may narrow
 //! each of these, never widen it ([`Trust::narrow`]).
+//!
+//! The trust file also says which providers may run at all: a provider it
+//! does not name is refused, unless the file has an entry `"*"`, which is
+//! then what every provider it does not name is trusted with. Such a
+//! provider may not read a credentials directory a named one is trusted
+//! with, and its versions are not recorded for roll-back protection, so
+//! that no name can be given a high version before the operator trusts it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -45,12 +52,33 @@ pub struct Trust {
     pub credentials: Option<PathBuf>,
 }
 
-/// What the operator trusts every provider with, by name; a provider it
-/// does not name is trusted with nothing: no key, minimum version or seal
-/// required of it.
-#[derive(Clone, Default)]
+/// The trust file's entry for the providers it does not name.
+pub const UNLISTED: &str = "*";
+
+/// What the operator trusts every provider with, by name. Without a trust
+/// file ([`TrustFile::default`]) every provider may run, trusted with
+/// nothing: no key, minimum version or seal required of it.
+#[derive(Clone)]
 pub struct TrustFile {
     providers: BTreeMap<String, Trust>,
+    /// What a provider not named is trusted with; `None`: it is refused.
+    unlisted: Option<Trust>,
+}
+
+impl Default for TrustFile {
+    fn default() -> Self {
+        TrustFile { providers: BTreeMap::new(), unlisted: Some(Trust::default()) }
+    }
+}
+
+/// What one provider of the providers file is trusted with, and how.
+#[derive(Clone)]
+pub struct Trusted {
+    /// What it is trusted with.
+    pub trust: Trust,
+    /// Whether the trust file names it: only then are its versions
+    /// recorded for roll-back protection.
+    pub by_name: bool,
 }
 
 impl std::fmt::Debug for TrustFile {
@@ -70,19 +98,35 @@ impl TrustFile {
             wasm_ccm_host::files::read(path, MAX_INPUT_FILE).map_err(OptionError::reading("--provider-trust", path))?;
         let entries: BTreeMap<String, TrustEntry> = serde_norway::from_slice(&bytes)
             .map_err(|source| OptionError::NotATrustFile { path: path.to_owned(), source })?;
-        let providers = entries
+        let mut providers: BTreeMap<String, Trust> = entries
             .into_iter()
             .map(|(provider, entry)| match Trust::from_entry(entry) {
                 Ok(trust) => Ok((provider, trust)),
                 Err(err) => Err(OptionError::TrustEntry { path: path.to_owned(), provider, source: Box::new(err) }),
             })
             .collect::<Result<_, _>>()?;
-        Ok(TrustFile { providers })
+        let unlisted = providers.remove(UNLISTED);
+        Ok(TrustFile { providers, unlisted })
     }
 
     /// What the provider `name` is trusted with.
-    pub fn of(&self, name: &str) -> Trust {
-        self.providers.get(name).cloned().unwrap_or_default()
+    ///
+    /// # Errors
+    /// When the trust file names neither it nor [`UNLISTED`].
+    pub fn of(&self, name: &str) -> Result<Trusted, OptionError> {
+        if let Some(trust) = self.providers.get(name) {
+            return Ok(Trusted { trust: trust.clone(), by_name: true });
+        }
+        match &self.unlisted {
+            Some(trust) => Ok(Trusted { trust: trust.clone(), by_name: false }),
+            None => Err(OptionError::NotTrusted { provider: name.to_owned() }),
+        }
+    }
+
+    /// Whether a provider the trust file names is trusted with the
+    /// credentials directory `path`.
+    pub fn names_credentials(&self, path: &Path) -> bool {
+        self.providers.values().any(|trust| trust.credentials.as_deref() == Some(path))
     }
 }
 
@@ -271,11 +315,23 @@ mod tests {
         );
         std::fs::write(&file, text).unwrap();
         let trust = TrustFile::read(&file).unwrap();
-        let vendor_a = trust.of("vendor-a");
+        let vendor_a = trust.of("vendor-a").unwrap();
+        assert!(vendor_a.by_name);
+        let vendor_a = vendor_a.trust;
         assert!(vendor_a.public_key.is_some());
         assert_eq!(vendor_a.minimum_version, Some(semver::Version::new(1, 2, 0)));
         assert_eq!(vendor_a.sealed_credentials.len(), 1);
-        assert!(trust.of("vendor-b").public_key.is_none(), "a provider not named is trusted with nothing");
+        let Err(refused) = trust.of("vendor-x") else { panic!("a provider not named is refused") };
+        assert!(refused.to_string().contains("vendor-x"), "{refused}");
+        let nothing = TrustFile::default().of("vendor-x").unwrap();
+        assert!(!nothing.by_name && nothing.trust.public_key.is_none(), "without a trust file, trusted with nothing");
+
+        std::fs::write(&file, "vendor-a: {credentials: /etc/a}\n\"*\": {minimumVersion: 3.0.0}\n").unwrap();
+        let trust = TrustFile::read(&file).unwrap();
+        let unlisted = trust.of("vendor-x").unwrap();
+        assert!(!unlisted.by_name, "the entry for providers not named");
+        assert_eq!(unlisted.trust.minimum_version, Some(semver::Version::new(3, 0, 0)));
+        assert!(trust.names_credentials(Path::new("/etc/a")) && !trust.names_credentials(Path::new("/etc/x")));
         std::fs::write(&file, "vendor-a: {publicKey: /nowhere.pub}").unwrap();
         let err = error_chain(&TrustFile::read(&file).expect_err("refused"));
         assert!(err.contains("provider vendor-a: cannot read publicKey /nowhere.pub"), "{err}");

@@ -66,6 +66,7 @@ impl ComponentLoader {
         };
         let observers = Observers {
             reporter: regarding.map(|regarding| Reporter::new(self.client.clone(), regarding)),
+            versions: self.observers.versions.clone().filter(|_| load.records_versions),
             ..self.observers.clone()
         };
         let (template, inputs) = (load.template, load.inputs);

@@ -258,6 +258,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 registry: args.source.registry.clone(),
                 roots,
                 trust,
+                ceilings: args.sandbox.limits(),
             };
             let settings = SourceSettings { poll_interval: args.source.poll_interval, ..SourceSettings::new(location) };
             Providers::File(Box::new(ProvidersFileSetup { settings, defaults }))
