@@ -25,7 +25,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # still supported upstream, for version skew.
 releases=(v1.37.2 v1.35.4)
 cache="${WASM_CCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wasm-ccm}/control-plane"
-go_version=1.26.8
+go_version=1.27.3
 
 print_only=
 if [ "${1:-}" = --print ]; then
