@@ -390,9 +390,9 @@ async fn drifted_load_balancers_are_repaired(backend: &Backend) {
     cluster.wait("the load balancer to come back", || async { cluster.load_balancer(&uid).map(drop) }).await;
 }
 
-/// The fake answers `ipMode: VIP`, which a 1.24 API server does not keep:
-/// the status it holds differs from the answer, and a resync still finds
-/// nothing to write or report.
+/// The fake answers `ipMode: VIP`, which API servers before 1.29 do not
+/// keep, where the status they hold differs from the answer: a resync
+/// finds nothing to write or report either way.
 async fn resyncs_of_a_load_balancer_as_it_should_be_write_and_report_nothing(backend: &Backend) {
     let settings = Settings { load_balancer_resync_period: Duration::from_secs(1), ..fast_settings() };
     let cluster = TestCluster::start(backend, instances(), settings).await;
