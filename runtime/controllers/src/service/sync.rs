@@ -62,13 +62,15 @@ impl<C: Cloud> ServiceSync<C> {
             return self.vanished(key).await;
         };
         let decision = self.claim.decide(&service);
-        let held = self.memory.may_have_load_balancer(key);
         // The new copy is recorded only once the old one's load balancer is
-        // gone, so that a failed delete is retried rather than leaked.
+        // gone, so that a failed delete is retried rather than leaked; what
+        // this provider holds is then known of the new copy alone.
         if let Some(last) = self.memory.held(key).filter(|last| last.metadata.uid != service.metadata.uid) {
             tracing::info!(service = %key, "the Service came back with another UID: deleting the old one's load balancer");
             self.delete_for_gone(&last).await?;
+            self.memory.deleted(key);
         }
+        let held = self.memory.may_have_load_balancer(key);
         self.memory.reconciling(key, service.clone(), decision != Decision::Ignore || held);
         let result = match decision {
             Decision::Ensure => self.ensure(key, &service).await,
@@ -253,7 +255,7 @@ impl<C: Cloud> ServiceSync<C> {
     /// (`--bench status_writes`).
     async fn add_finalizer(&self, service: &Service) -> Result<Service, Error> {
         let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let patch = ownership::claim_patch(self.claim.provider(), now);
+        let patch = of_uid(ownership::claim_patch(self.claim.provider(), now), service);
         self.api(service)
             .patch_status(&name(service), &PatchParams::default(), &Patch::Strategic(patch))
             .await
@@ -266,7 +268,7 @@ impl<C: Cloud> ServiceSync<C> {
         if !has_finalizer(service) && annotation(service).is_none() && ownership::recorded(service).is_none() {
             return Ok(());
         }
-        let patch = Patch::Strategic(ownership::release_patch(service));
+        let patch = Patch::Strategic(of_uid(ownership::release_patch(service), service));
         let removed = self.api(service).patch_status(&name(service), &PatchParams::default(), &patch).await;
         match removed.map_err(Error::api("failed to remove load balancer cleanup finalizer")) {
             Err(err) if !err.is_not_found() => Err(err),
@@ -290,7 +292,7 @@ impl<C: Cloud> ServiceSync<C> {
         // A strategic merge patch, as upstream's: the ingress list has no
         // merge key, so it is replaced as a merge patch would, and the API
         // server applies it with less work (docs/bench-log).
-        let patch = Patch::Strategic(json!({"status": {"loadBalancer": {"ingress": ingress}}}));
+        let patch = Patch::Strategic(of_uid(json!({"status": {"loadBalancer": {"ingress": ingress}}}), service));
         // Answered with the metadata alone: the cache's copy of the
         // version it gives holds the status as the API server kept it.
         let patched = writes::patch_status(&self.api(service), &name(service), &PatchParams::default(), &patch).await;
@@ -308,6 +310,19 @@ impl<C: Cloud> ServiceSync<C> {
 
 fn name(service: &Service) -> String {
     service.metadata.name.clone().unwrap_or_default()
+}
+
+/// `patch` with the UID of the copy it was decided on, which the API server
+/// checks: a Service deleted and made again under the same name meanwhile
+/// is not written to by a decision about the one before.
+fn of_uid(mut patch: serde_json::Value, service: &Service) -> serde_json::Value {
+    if let (Some(uid), Some(object)) = (&service.metadata.uid, patch.as_object_mut()) {
+        let metadata = object.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(metadata) = metadata.as_object_mut() {
+            metadata.insert("uid".to_owned(), json!(uid));
+        }
+    }
+    patch
 }
 
 #[cfg(test)]
@@ -651,6 +666,55 @@ mod tests {
         env.cloud.take_calls();
         sync(&env, &memory).reconcile(&key).await.unwrap();
         assert_eq!(env.cloud.take_calls(), ["ensure-deleted default/web", "ensure default/web"]);
+    }
+
+    /// A tenant deletes a Service of class a and makes it again as class b,
+    /// which another provider serves, before provider a's lane syncs: the
+    /// lane deletes the old load balancer and leaves the new Service alone.
+    #[tokio::test]
+    async fn a_service_made_again_for_another_provider_is_left_to_it() {
+        let mut env = env().await;
+        let memory: Arc<Memory> = Arc::default();
+        let serving = |class: &str| Serves {
+            load_balancer_classes: [class.to_owned()].into(),
+            default_load_balancer: false,
+            namespaces: None,
+            nodes: false,
+            routes: false,
+        };
+        let roster = env.claim().roster().clone();
+        roster
+            .set([(Arc::from("test"), serving("a.example/lb")), (Arc::from("other"), serving("b.example/lb"))].into());
+        let claim = Claim::new(Arc::from("test"), roster);
+        let lane = ServiceSync::new(env.context(), env.services(), memory, claim, SharedPolicy::default());
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web").with_class("a.example/lb")).await);
+        lane.reconcile(&key).await.unwrap();
+        assert!(env.cloud.load_balancer("default/web").is_some());
+
+        // Made again: a new UID, the other class, none of the old one's
+        // finalizer, record, annotation or status.
+        let mut again = Service::test("web").with_class("b.example/lb");
+        again.metadata.uid = Some("another-uid".into());
+        again.metadata.resource_version = env.service("web").await.metadata.resource_version;
+        env.cache_service(again);
+        env.cloud.take_calls();
+        env.api.reset_requests();
+        lane.reconcile(&key).await.unwrap();
+        assert_eq!(env.cloud.take_calls(), ["ensure-deleted default/web"], "the old one's load balancer only");
+        assert_eq!(env.api.requests().get("patch", "services/status"), 0, "nothing written to the new Service");
+    }
+
+    #[tokio::test]
+    async fn a_status_patch_decided_on_another_uid_is_refused() {
+        let mut env = env().await;
+        let memory = Arc::default();
+        let key = ObjectRef::from_obj(&env.add_service(Service::test("web")).await);
+        let mut stale = env.service("web").await;
+        stale.metadata.uid = Some("a-uid-gone".into());
+        env.cache_service(stale);
+        let err = sync(&env, &memory).reconcile(&key).await.unwrap_err();
+        assert!(err.to_string().contains("Precondition failed: UID"), "{err}");
+        assert!(!has_finalizer(&env.service("web").await), "the Service of the other UID is not claimed");
     }
 
     #[tokio::test]
