@@ -42,7 +42,7 @@ async fn run(handle: &ProviderHandle, kind: &str, arg: &str) -> Result<String, P
 }
 
 async fn assert_still_serves(handle: &ProviderHandle) {
-    assert_eq!(run(handle, "", "").await.unwrap(), "ok with 0 nodes");
+    assert_eq!(run(handle, "", "").await.unwrap(), "ok-with-0-nodes.hostile.example");
 }
 
 /// The hostile provider, loaded with `config`.

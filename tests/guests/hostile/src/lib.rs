@@ -172,7 +172,8 @@ impl LoadBalancer for Hostile {
     ) -> Result<LoadBalancerStatus, Error> {
         let arg = annotation(service, "hostile/arg");
         match annotation(service, "hostile/attack") {
-            "" => Ok(observed(format!("ok with {} nodes", nodes.len()))),
+            // A host name any provider may answer: no name inside the cluster.
+            "" => Ok(observed(format!("ok-with-{}-nodes.hostile.example", nodes.len()))),
             "born" => Ok(observed(format!("born {}", self.born))),
             "clock" => Ok(observed(format!("{} {}", self.born_at, wasip2::clocks::monotonic_clock::now()))),
             "read-nodes" => Ok(observed(read_nodes(nodes))),
