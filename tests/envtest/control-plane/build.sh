@@ -128,9 +128,10 @@ build_etcd() {
     )
 }
 
-# stamp: what a release's binaries were built from; a change rebuilds them.
+# stamp: what a release's binaries were built from (the files' contents, wherever the checkout
+# is); a change rebuilds them.
 stamp() {
-    sha256sum "$here/build.sh" "$here/upstream-ccm/main.go" | sha256sum | cut -c1-16
+    cat "$here/build.sh" "$here/upstream-ccm/main.go" | sha256sum | cut -c1-16
 }
 
 for release in "${releases[@]}"; do
