@@ -179,6 +179,17 @@ impl std::fmt::Display for Exited {
 
 impl std::error::Error for Exited {}
 
+/// The resident memory of process `pid` (`self` for this one), in bytes,
+/// from `/proc`.
+///
+/// # Panics
+/// When `/proc` has no such process.
+pub fn resident_bytes(pid: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).expect("its resident memory");
+    line.split_whitespace().nth(1).and_then(|kib| kib.parse::<u64>().ok()).expect("a number of KiB") * 1024
+}
+
 /// Polls `check` every 50 ms until it gives a value.
 ///
 /// # Panics

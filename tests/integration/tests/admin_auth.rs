@@ -18,7 +18,7 @@ use wasm_ccm_envtest::Identity;
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::backend::{Backend, TestApiServer};
 use wasm_ccm_tests::process::{Process, https_get};
-use wasm_ccm_tests::{free_port, guest_path, on_both_api_servers, repository};
+use wasm_ccm_tests::{free_port, guest_path, on_both_api_servers, repository, resident_bytes};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 const CCM: &str = "system:serviceaccount:kube-system:cloud-controller-manager";
@@ -238,13 +238,6 @@ async fn token_and_access_reviews(backend: &Backend) {
     assert!(!allowed(subject_access("somebody", &["readers"], None, Some("kube-system"))).await);
 }
 
-/// The process's resident memory, in bytes.
-fn resident(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-}
-
 /// Fresh tokens from anyone cost neither memory nor reviews past a bound:
 /// a token over the length cap is refused before any review, and a token
 /// the review refuses is not kept.
@@ -254,7 +247,7 @@ async fn fresh_bad_tokens_leave_memory_flat_and_long_ones_unreviewed() {
     let cloud = FakeCloud::start().await.unwrap();
     let (mut process, port, _files) = start(&server, &cloud).await;
     let reviews = || server.harness().requests().get("create", "tokenreviews.authentication.k8s.io");
-    let (before, reviewed) = (resident(process.id()), reviews());
+    let (before, reviewed) = (resident_bytes(&process.id().to_string()), reviews());
     let long = "x".repeat(100 * 1024);
     for round in 0..1000 {
         assert_eq!(get(port, "/metrics", Some(format!("{round}{long}"))).await.0, 401);
@@ -266,7 +259,7 @@ async fn fresh_bad_tokens_leave_memory_flat_and_long_ones_unreviewed() {
     assert_eq!(reviews(), reviewed + 1000, "each token under the cap is reviewed once");
     assert_eq!(get(port, "/providers", Some(format!("forged-0-{}", &long[..8 * 1024]))).await.0, 401);
     assert_eq!(reviews(), reviewed + 1001, "a refusal is not kept, so not found again");
-    let grown = resident(process.id()).saturating_sub(before);
+    let grown = resident_bytes(&process.id().to_string()).saturating_sub(before);
     assert!(grown < 32 << 20, "100 MiB of long tokens and 8 MiB of refused ones kept {} MiB", grown >> 20);
     assert!(process.wait(Duration::ZERO).await.is_none(), "wasm-ccm kept serving");
 }

@@ -16,7 +16,7 @@ use wasm_ccm_host::{
     Start,
 };
 use wasm_ccm_tests::echo::EchoServer;
-use wasm_ccm_tests::{allow, capture_logs, guest, load, spec};
+use wasm_ccm_tests::{allow, capture_logs, guest, load, resident_bytes, spec};
 
 /// Slack for a loaded 2-core machine on top of a deadline and its tick.
 const SCHEDULING_SLACK: Duration = Duration::from_millis(490);
@@ -476,13 +476,6 @@ async fn stdout_and_stderr_reach_the_log_tagged_with_the_provider() {
     );
 }
 
-/// The process's resident memory, from `/proc/self/status`.
-fn resident_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-}
-
 #[tokio::test]
 async fn a_log_flood_costs_the_host_a_bounded_log_and_memory() {
     // The process's memory is measured: alone in a process.
@@ -491,9 +484,9 @@ async fn a_log_flood_costs_the_host_a_bounded_log_and_memory() {
     }
     let handle = hostile(Limits::default(), AllowList::default(), Credentials::default()).await;
     let (logs, _guard) = capture_logs();
-    let before = resident_bytes();
+    let before = resident_bytes("self");
     assert_eq!(run(&handle, "log-flood", "50").await.unwrap(), "logged");
-    let grown = resident_bytes().saturating_sub(before);
+    let grown = resident_bytes("self").saturating_sub(before);
     let text = logs.text();
     // 50 MiB of NULs as one message, 100 fields of 64 KiB, 2000 lines of
     // 64 KiB: the log keeps 8 KiB of each record, 1000 records a call.
