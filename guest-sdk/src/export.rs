@@ -131,6 +131,20 @@ impl<T: Instance> exports::instances_v2::Guest for Glue<T> {
     }
 }
 
+impl<T: Instance> exports::instances_batch::Guest for Glue<T> {
+    fn max_batch() -> u32 {
+        part::<T, _>(Provider::instances_v2).map_or(0, |instances| instances.max_batch())
+    }
+
+    fn exist(nodes: &LentNodes) -> Result<Vec<Result<bool, Error>>, Error> {
+        part::<T, _>(Provider::instances_v2)?.instances_exist(&NodeSet::lent(nodes))
+    }
+
+    fn shut_down(nodes: &LentNodes) -> Result<Vec<Result<bool, Error>>, Error> {
+        part::<T, _>(Provider::instances_v2)?.instances_shutdown(&NodeSet::lent(nodes))
+    }
+}
+
 impl<T: Instance> exports::instances::Guest for Glue<T> {
     fn node_addresses(node_name: String) -> Result<Vec<NodeAddress>, Error> {
         part::<T, _>(Provider::instances)?.node_addresses(&node_name)

@@ -4,7 +4,7 @@
 
 wit_bindgen::generate!({
     path: "../wit",
-    world: "cloud-provider",
+    world: "batching-cloud-provider",
     pub_export_macro: true,
     export_macro_name: "export_world",
     default_bindings_module: "::wasm_ccm_sdk::wit",

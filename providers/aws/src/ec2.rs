@@ -9,7 +9,9 @@ use crate::query::Query;
 use crate::xml::Items;
 
 /// Values per EC2 filter in one request.
-const FILTER_VALUES: usize = 200;
+pub const FILTER_VALUES: usize = 200;
+/// Instances per page of DescribeInstances, the most EC2 gives.
+pub const INSTANCES_PER_PAGE: usize = 1000;
 
 /// Instance states in which an instance can still serve a Node.
 pub const ALIVE_STATES: [&str; 5] = ["pending", "running", "shutting-down", "stopping", "stopped"];
@@ -201,24 +203,41 @@ impl Ec2<'_> {
 
     /// The instances matching the filter `name` = any of `values` and the
     /// instance states `states`; several requests when there are many values.
+    /// An empty `states` matches every state.
     pub fn instances_where(&self, name: &str, values: &[&str], states: &[&str]) -> Result<Vec<Instance>, Error> {
         let mut instances = Vec::new();
         for chunk in values.chunks(FILTER_VALUES) {
-            let query = Query::new("DescribeInstances")
-                .filter(name, chunk.iter().copied())
-                .filter("instance-state-name", states.iter().copied());
-            let mut next_token: Option<String> = None;
-            loop {
-                let page = query.clone().param("MaxResults", "1000").optional("NextToken", next_token.take());
-                let answer: DescribeInstances = self.call(&page)?;
-                next_token = answer.next_token.clone().filter(|token| !token.is_empty());
-                instances.extend(answer.instances());
-                if next_token.is_none() {
-                    break;
-                }
+            let mut query = Query::new("DescribeInstances").filter(name, chunk.iter().copied());
+            if !states.is_empty() {
+                query = query.filter("instance-state-name", states.iter().copied());
             }
+            instances.extend(self.describe_instances(query)?);
         }
         Ok(instances)
+    }
+
+    /// The instances tagged `key`, whatever the value and the state: one
+    /// request per [`INSTANCES_PER_PAGE`] instances.
+    pub fn instances_tagged(&self, key: &str) -> Result<Vec<Instance>, Error> {
+        self.describe_instances(Query::new("DescribeInstances").filter("tag-key", [key]))
+    }
+
+    /// Every instance `query` describes, page by page.
+    fn describe_instances(&self, query: Query) -> Result<Vec<Instance>, Error> {
+        let mut instances = Vec::new();
+        let mut next_token: Option<String> = None;
+        loop {
+            let page = query
+                .clone()
+                .param("MaxResults", INSTANCES_PER_PAGE.to_string())
+                .optional("NextToken", next_token.take());
+            let answer: DescribeInstances = self.call(&page)?;
+            next_token = answer.next_token.clone().filter(|token| !token.is_empty());
+            instances.extend(answer.instances());
+            if next_token.is_none() {
+                return Ok(instances);
+            }
+        }
     }
 
     /// The subnets tagged `key` = owned or shared, in `vpc_id` if given.

@@ -1,9 +1,10 @@
 //! Instances, both APIs, and zones, answered from EC2's DescribeInstances.
 
 use wasm_ccm_sdk::types::{InstanceMetadata, Node, NodeAddress, NodeAddressType, Zone};
-use wasm_ccm_sdk::{Error, Instances, InstancesV2, Zones};
+use wasm_ccm_sdk::{Error, Instances, InstancesV2, NodeSet, Zones};
 
 use crate::Aws;
+use crate::batch;
 use crate::ec2::{ALIVE_STATES, Ec2, Instance};
 use crate::provider_id;
 
@@ -92,6 +93,23 @@ impl InstancesV2 for Aws {
 
     fn instance_shutdown(&self, node: &Node) -> Result<bool, Error> {
         Ok(is_shut_down(&self.instance_of(node)?))
+    }
+
+    fn max_batch(&self) -> u32 {
+        batch::MAX_BATCH
+    }
+
+    fn instances_exist(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
+        let found = self.instances_of_set(nodes)?;
+        Ok(found
+            .into_iter()
+            .map(|found| exists(found.and_then(|found| found.ok_or(Error::InstanceNotFound))))
+            .collect())
+    }
+
+    fn instances_shutdown(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
+        let found = self.instances_of_set(nodes)?;
+        Ok(found.into_iter().map(|found| Ok(is_shut_down(&found?.ok_or(Error::InstanceNotFound)?))).collect())
     }
 
     fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, Error> {

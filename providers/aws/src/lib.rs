@@ -8,6 +8,7 @@
 //! `kubernetes/cloud-provider-aws`.
 
 mod api;
+mod batch;
 mod config;
 mod ec2;
 mod elbv2;

@@ -41,6 +41,10 @@ pub struct Config {
     /// Parts to report as unsupported.
     #[serde(default)]
     pub disabled_parts: Vec<String>,
+    /// The most nodes it answers the lifecycle's questions about in one
+    /// call; 0 answers one node at a time.
+    #[serde(default = "default_max_batch")]
+    pub max_batch: u32,
     /// Faults by function (`load-balancer.ensure`, ...) or `*` for every function.
     #[serde(default)]
     pub faults: BTreeMap<String, Fault>,
@@ -48,6 +52,10 @@ pub struct Config {
 
 fn default_pool() -> Vec<IpNet> {
     vec!["192.0.2.0/24".parse().expect("a valid network")]
+}
+
+fn default_max_batch() -> u32 {
+    500
 }
 
 fn yes() -> bool {

@@ -1,7 +1,7 @@
 //! Instances, both APIs, and zones, answered from the configured machines.
 
 use wasm_ccm_sdk::types::{InstanceMetadata, KeyValue, Node, NodeAddress, NodeAddressType, Zone};
-use wasm_ccm_sdk::{Error, Instances, InstancesV2, Zones};
+use wasm_ccm_sdk::{Error, Instances, InstancesV2, NodeSet, Zones};
 
 use crate::Fake;
 use crate::config::{Instance, InstanceState};
@@ -26,6 +26,23 @@ impl Fake {
             Some(provider_id) if !provider_id.is_empty() => self.by_provider_id(provider_id),
             _ => self.by_name(&node.name),
         }
+    }
+
+    /// `answer` of the machine behind each node of `nodes`, in order, found
+    /// as [`Fake::by_node`] finds it.
+    fn each_node(
+        &self,
+        nodes: &NodeSet<'_>,
+        answer: impl Fn(Result<&Instance, Error>) -> Result<bool, Error>,
+    ) -> Vec<Result<bool, Error>> {
+        let (names, provider_ids) = (nodes.names(), nodes.provider_ids());
+        names
+            .iter()
+            .zip(provider_ids.iter())
+            .map(|(name, provider_id)| {
+                answer(if provider_id.is_empty() { self.by_name(name) } else { self.by_provider_id(provider_id) })
+            })
+            .collect()
     }
 
     /// Whether a running machine serves the Node `name`.
@@ -57,6 +74,20 @@ fn addresses(instance: &Instance) -> Result<Vec<NodeAddress>, Error> {
         .collect()
 }
 
+/// `InstanceExists` of a machine: a terminated or unknown one is gone.
+fn exists(instance: Result<&Instance, Error>) -> Result<bool, Error> {
+    match instance {
+        Ok(instance) => Ok(instance.state != InstanceState::Terminated),
+        Err(Error::InstanceNotFound) => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// `InstanceShutdown` of a machine.
+fn shut_down(instance: Result<&Instance, Error>) -> Result<bool, Error> {
+    Ok(instance?.state == InstanceState::Stopped)
+}
+
 fn zone(instance: &Instance) -> Zone {
     Zone { failure_domain: instance.zone.clone(), region: instance.region.clone() }
 }
@@ -64,16 +95,26 @@ fn zone(instance: &Instance) -> Zone {
 impl InstancesV2 for Fake {
     fn instance_exists(&self, node: &Node) -> Result<bool, Error> {
         self.config.inject("instances-v2.exists")?;
-        match self.by_node(node) {
-            Ok(instance) => Ok(instance.state != InstanceState::Terminated),
-            Err(Error::InstanceNotFound) => Ok(false),
-            Err(err) => Err(err),
-        }
+        exists(self.by_node(node))
     }
 
     fn instance_shutdown(&self, node: &Node) -> Result<bool, Error> {
         self.config.inject("instances-v2.shutdown")?;
-        Ok(self.by_node(node)?.state == InstanceState::Stopped)
+        shut_down(self.by_node(node))
+    }
+
+    fn max_batch(&self) -> u32 {
+        self.config.max_batch
+    }
+
+    fn instances_exist(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
+        self.config.inject("instances-batch.exist")?;
+        Ok(self.each_node(nodes, exists))
+    }
+
+    fn instances_shutdown(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
+        self.config.inject("instances-batch.shut-down")?;
+        Ok(self.each_node(nodes, shut_down))
     }
 
     fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, Error> {

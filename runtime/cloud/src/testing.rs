@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, NodeAddress, Service};
 
-use crate::cloud::Cloud;
+use crate::cloud::{BatchAnswers, Cloud};
 use crate::error::ProviderError;
 use crate::function::Function;
 use crate::node_set::NodeSet;
@@ -27,6 +27,7 @@ pub struct TestInstance {
 #[derive(Debug)]
 struct CloudState {
     parts: Parts,
+    max_batch: u32,
     instances: BTreeMap<String, TestInstance>,
     /// Load balancers by `namespace/name`, with the nodes they target.
     load_balancers: BTreeMap<String, Vec<String>>,
@@ -44,7 +45,8 @@ struct CloudState {
 /// Load balancers answer the ingress `192.0.2.<n>`, `n` derived from the
 /// Service's key; instances are in zone `zone-a` of `region-1`; the zone of
 /// the caller is that too, the one cluster is `kubernetes`, with no API
-/// server address to give.
+/// server address to give. It answers the lifecycle questions one node at
+/// a time unless [`TestCloud::with_max_batch`] says otherwise.
 #[derive(Debug, Clone)]
 pub struct TestCloud {
     state: Arc<Mutex<CloudState>>,
@@ -54,6 +56,7 @@ impl Default for TestCloud {
     fn default() -> Self {
         let state = CloudState {
             parts: Parts::ALL,
+            max_batch: 0,
             instances: BTreeMap::new(),
             load_balancers: BTreeMap::new(),
             routes: Vec::new(),
@@ -89,6 +92,13 @@ impl TestCloud {
     /// The cloud with only `parts` supported.
     pub fn with_parts(self, parts: Parts) -> Self {
         self.lock().parts = parts;
+        self
+    }
+
+    /// The cloud answering the lifecycle questions in batches of at most
+    /// `max_batch` nodes; a batch call is recorded as `exist a,b,c`.
+    pub fn with_max_batch(self, max_batch: u32) -> Self {
+        self.lock().max_batch = max_batch;
         self
     }
 
@@ -167,6 +177,15 @@ impl TestCloud {
         }
     }
 
+    /// Refuses a batch larger than the cloud said it takes.
+    fn check_batch(&self, nodes: usize) -> Result<(), ProviderError> {
+        let max_batch = self.lock().max_batch;
+        match u32::try_from(nodes) {
+            Ok(nodes) if nodes <= max_batch => Ok(()),
+            _ => Err(ProviderError::Cloud(format!("a batch of {nodes} nodes; at most {max_batch} taken"))),
+        }
+    }
+
     fn instance(&self, node: &str) -> Result<TestInstance, ProviderError> {
         self.lock().instances.get(node).cloned().ok_or(ProviderError::InstanceNotFound)
     }
@@ -190,7 +209,8 @@ impl TestCloud {
 
 impl Cloud for TestCloud {
     fn info(&self) -> ProviderInfo {
-        ProviderInfo { name: "test".to_owned(), has_cluster_id: true, parts: self.lock().parts }
+        let state = self.lock();
+        ProviderInfo { name: "test".to_owned(), has_cluster_id: true, parts: state.parts, max_batch: state.max_batch }
     }
 
     async fn get_load_balancer(&self, service: &Service) -> Result<Option<LoadBalancerStatus>, ProviderError> {
@@ -244,6 +264,20 @@ impl Cloud for TestCloud {
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, ProviderError> {
         self.call(Function::InstanceShutdown, &name(node))?;
         Ok(self.instance(&name(node))?.shutdown)
+    }
+
+    async fn instances_exist(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
+        let names = names(nodes);
+        self.call(Function::InstancesExist, &names.join(","))?;
+        self.check_batch(names.len())?;
+        Ok(names.iter().map(|name| Ok(self.instance(name).is_ok())).collect())
+    }
+
+    async fn instances_shut_down(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
+        let names = names(nodes);
+        self.call(Function::InstancesShutDown, &names.join(","))?;
+        self.check_batch(names.len())?;
+        Ok(names.iter().map(|name| self.instance(name).map(|instance| instance.shutdown)).collect())
     }
 
     async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, ProviderError> {

@@ -53,6 +53,10 @@ pub struct ProviderInfo {
     pub has_cluster_id: bool,
     /// The parts it supports.
     pub parts: Parts,
+    /// The most nodes the batch forms of the lifecycle questions
+    /// ([`Cloud::instances_exist`](crate::Cloud::instances_exist)) take at
+    /// once; 0 when the provider answers one node at a time.
+    pub max_batch: u32,
 }
 
 /// `cloudprovider.InstanceMetadata`.

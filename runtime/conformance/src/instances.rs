@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, ProviderError};
+use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, NodeSet, ProviderError};
 
 use super::Suite;
 use super::validate;
@@ -100,6 +100,61 @@ async fn v2_node_checks<C: Cloud>(suite: &mut Suite<'_, C>, node: &Node) {
                 .map_err(|err| format!("shutdown failed: {err}"))
         })
         .await;
+}
+
+/// Runs the checks of the batch forms: a batch of every fixture node and
+/// the unknown one gets, node by node, the answers one node at a time gets.
+pub async fn batch_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
+    let Suite { calls, fixture, report, info, .. } = suite;
+    if info.max_batch == 0 {
+        report.skip("instances-batch", "the provider answers one node at a time");
+        return;
+    }
+    let mut nodes = fixture.nodes.clone();
+    nodes.push(unknown_node(&fixture.unknown_node));
+    let set = NodeSet::of(nodes);
+    let max_batch = usize::try_from(info.max_batch).unwrap_or(usize::MAX);
+    if set.current().len() > max_batch {
+        report.skip("instances-batch", format!("the fixture has more nodes than a batch of {max_batch}"));
+        return;
+    }
+    for (question, function) in [("exist", Function::InstancesExist), ("shut-down", Function::InstancesShutDown)] {
+        report
+            .check(format!("instances-batch/{question}"), async {
+                let batch = calls
+                    .run(function, async |p| match function {
+                        Function::InstancesExist => p.instances_exist(&set).await,
+                        _ => p.instances_shut_down(&set).await,
+                    })
+                    .await
+                    .map_err(|err| format!("{question} failed: {err}"))?;
+                for (node, batched) in set.current().nodes().iter().zip(batch) {
+                    let single = match function {
+                        Function::InstancesExist => {
+                            calls.run(Function::InstanceExists, async |p| p.instance_exists(node).await).await
+                        }
+                        _ => calls.run(Function::InstanceShutdown, async |p| p.instance_shutdown(node).await).await,
+                    };
+                    if !same_answer(&batched, &single) {
+                        let name = node.metadata.name.as_deref().unwrap_or_default();
+                        return Err(format!(
+                            "the batch answers {batched:?} for node {name}, one node at a time {single:?}"
+                        ));
+                    }
+                }
+                Ok(())
+            })
+            .await;
+    }
+}
+
+/// The same answer, or errors of the same kind: messages may differ.
+fn same_answer(batched: &Result<bool, ProviderError>, single: &Result<bool, ProviderError>) -> bool {
+    match (batched, single) {
+        (Ok(batched), Ok(single)) => batched == single,
+        (Err(batched), Err(single)) => batched.kind() == single.kind(),
+        _ => false,
+    }
 }
 
 async fn metadata_of<C: Cloud>(calls: &super::Calls<C>, node: &Node) -> Result<InstanceMetadata, String> {

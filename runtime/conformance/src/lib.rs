@@ -69,6 +69,7 @@ async fn run<C: Cloud>(suite: &mut Suite<'_, C>) {
     }
     if parts.instances_v2 {
         instances::v2_checks(suite).await;
+        instances::batch_checks(suite).await;
     }
     if parts.instances {
         instances::v1_checks(suite).await;

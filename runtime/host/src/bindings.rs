@@ -22,3 +22,28 @@ wasmtime::component::bindgen!({
 
 pub use exports::wasm_ccm::provider::provider::Parts;
 pub use wasm_ccm::provider::{credentials, http, log, nodes, types};
+
+/// The optional `instances-batch` export, looked up apart from the world so
+/// that a provider without it still instantiates as a `cloud-provider`.
+pub mod batch {
+    #![allow(missing_docs, unsafe_code, unused_doc_comments, unused_qualifications)]
+
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        inline: "
+            package wasm-ccm:host;
+
+            world batch {
+                export wasm-ccm:provider/instances-batch@0.2.1;
+            }
+        ",
+        world: "wasm-ccm:host/batch",
+        exports: { default: async },
+        with: {
+            "wasm-ccm:provider/types": super::types,
+            "wasm-ccm:provider/nodes": super::nodes,
+        },
+    });
+
+    pub use exports::wasm_ccm::provider::instances_batch::{Guest, GuestIndices};
+}

@@ -13,11 +13,11 @@ use crate::engine::{Backend, Engine, Tier};
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
-pub const CONTRACT: &str = "wasm-ccm:provider@0.2.0";
+pub const CONTRACT: &str = "wasm-ccm:provider@0.2.1";
 /// The world a provider implements.
-pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.2.0";
+pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.2.1";
 const PACKAGE: &str = "wasm-ccm:provider";
-const VERSION: &str = "0.2.0";
+const VERSION: &str = "0.2.1";
 
 /// The contract's own interfaces a provider may import.
 const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log", "nodes"];
@@ -25,15 +25,33 @@ const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log", "node
 /// The interfaces a provider must export, named as a component names them:
 /// `wasm-ccm:provider/<interface>@<version>`.
 pub fn required_exports() -> Vec<String> {
-    Interface::ALL.iter().map(|interface| format!("{PACKAGE}/{interface}@{VERSION}")).collect()
+    Interface::ALL
+        .iter()
+        .filter(|interface| interface.is_required())
+        .map(|interface| format!("{PACKAGE}/{interface}@{VERSION}"))
+        .collect()
+}
+
+/// Whether a provider built against contract `version` is served: one of
+/// the same major version, or before 1.0 of the same minor version, whose
+/// other releases only add what a provider may leave out.
+fn compatible(version: &str) -> bool {
+    let significant = |version: &str| {
+        let mut numbers = version.split('.');
+        match numbers.next() {
+            Some("0") => numbers.next().map(|minor| format!("0.{minor}")),
+            major => major.map(str::to_owned),
+        }
+    };
+    version.split('.').count() == 3 && significant(version) == significant(VERSION)
 }
 
 /// Whether this host provides the import `name`: one of the contract's own
-/// interfaces at this version, or a WASI interface it links.
+/// interfaces at a compatible version, or a WASI interface it links.
 pub fn provides_import(name: &str) -> bool {
     let Some((package, interface, version)) = split_name(name) else { return false };
     if package == PACKAGE {
-        CONTRACT_IMPORTS.contains(&interface) && version == VERSION
+        CONTRACT_IMPORTS.contains(&interface) && compatible(version)
     } else {
         crate::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
     }
@@ -194,8 +212,15 @@ fn check_exports(component: &Component) -> Result<(), LoadError> {
     let mut problems = Vec::new();
     for interface in Interface::ALL {
         let wanted = format!("{PACKAGE}/{interface}@{VERSION}");
-        let found = exports.iter().find(|(name, _)| *name == wanted);
+        let found = exports.iter().find(|(name, _)| {
+            split_name(name).is_some_and(|(package, iface, version)| {
+                package == PACKAGE && iface == interface.wit_name() && compatible(version)
+            })
+        });
         let Some((_, item)) = found else {
+            if !interface.is_required() {
+                continue;
+            }
             let other_version = exports.iter().find_map(|(name, _)| {
                 split_name(name).filter(|(package, iface, _)| *package == PACKAGE && *iface == interface.wit_name())
             });
@@ -247,10 +272,13 @@ mod tests {
 
     #[test]
     fn names_what_a_provider_exports_and_may_import() {
-        assert_eq!(required_exports().len(), 7);
-        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.2.0".to_owned()));
-        assert!(provides_import("wasm-ccm:provider/http@0.2.0"));
+        assert_eq!(required_exports().len(), 7, "instances-batch is optional");
+        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.2.1".to_owned()));
+        assert!(provides_import("wasm-ccm:provider/http@0.2.1"));
+        assert!(provides_import("wasm-ccm:provider/http@0.2.0"), "a provider of an earlier patch release");
         assert!(!provides_import("wasm-ccm:provider/http@0.1.0"));
+        assert!(!provides_import("wasm-ccm:provider/http@0.3.0"));
+        assert!(!provides_import("wasm-ccm:provider/http@0.2"));
         assert!(!provides_import("wasm-ccm:provider/zones@0.2.0"));
         assert!(provides_import("wasi:io/poll@0.2.6"));
         assert!(!provides_import("wasi:sockets/tcp@0.2.6"));

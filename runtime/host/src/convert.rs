@@ -12,7 +12,7 @@ use crate::bindings::Parts as WitParts;
 use crate::bindings::types as wit;
 use crate::log::{MAX_TEXT, clip};
 use wasm_ccm_cloud::ProviderError;
-use wasm_ccm_cloud::{InstanceMetadata, Parts, Route, Zone};
+use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, Parts, Route, Zone};
 
 /// The most of one value a provider returned (an address, a name) that an
 /// error quotes.
@@ -317,6 +317,20 @@ pub(crate) fn parts(parts: WitParts) -> Parts {
 /// A provider's error, its message cut to [`MAX_TEXT`] as log records
 /// are: what it costs in logs, events and metrics stays bounded whatever
 /// the provider sends.
+/// A batch's answers, one per node asked about.
+///
+/// # Errors
+/// `InvalidResult` when the provider gave another number of answers.
+pub(crate) fn batch_answers(
+    answers: Vec<Result<bool, wit::CloudError>>,
+    asked: usize,
+) -> Result<BatchAnswers, ProviderError> {
+    if answers.len() != asked {
+        return Err(ProviderError::InvalidResult(format!("{} answers for a batch of {asked} nodes", answers.len())));
+    }
+    Ok(answers.into_iter().map(|answer| answer.map_err(cloud_error)).collect())
+}
+
 pub(crate) fn cloud_error(error: wit::CloudError) -> ProviderError {
     match error {
         wit::CloudError::InstanceNotFound => ProviderError::InstanceNotFound,

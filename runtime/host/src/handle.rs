@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
-use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, NodeSet, ProviderError, ProviderInfo, Route, Zone};
+use wasm_ccm_cloud::{
+    BatchAnswers, Cloud, Function, InstanceMetadata, NodeSet, ProviderError, ProviderInfo, Route, Zone,
+};
 
 use crate::admission::{Admission, Admitted};
 use crate::convert;
@@ -43,8 +45,8 @@ fn admission(provider: &LoadedProvider) -> Admission {
 /// with owned arguments.
 macro_rules! operation {
     ($interface:ident . $function:ident ( $($arg:ident),* )) => {
-        operation(move |bindings, store| {
-            Box::pin(async move { bindings.$interface().$function(&mut *store $(, &$arg)*).await })
+        operation(move |exports, store| {
+            Box::pin(async move { exports.world.$interface().$function(&mut *store $(, &$arg)*).await })
         })
     };
 }
@@ -135,9 +137,10 @@ impl Cloud for ProviderHandle {
 
     async fn get_load_balancer_name(&self, service: &Service) -> Result<String, ProviderError> {
         let (cluster, service) = (self.cluster_name(), convert::service(service)?);
-        let operation = operation(move |bindings, store| {
+        let operation = operation(move |exports, store| {
             Box::pin(async move {
-                Ok(Ok(bindings
+                Ok(Ok(exports
+                    .world
                     .wasm_ccm_provider_load_balancer()
                     .call_get_name(&mut *store, &cluster, &service)
                     .await?))
@@ -152,10 +155,14 @@ impl Cloud for ProviderHandle {
         nodes: &NodeSet,
     ) -> Result<LoadBalancerStatus, ProviderError> {
         let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, nodes.clone());
-        let operation = operation(move |bindings, store| {
+        let operation = operation(move |exports, store| {
             Box::pin(async move {
                 let nodes = lend(store, nodes)?;
-                bindings.wasm_ccm_provider_load_balancer().call_ensure(&mut *store, &cluster, &service, nodes).await
+                exports
+                    .world
+                    .wasm_ccm_provider_load_balancer()
+                    .call_ensure(&mut *store, &cluster, &service, nodes)
+                    .await
             })
         });
         let status = self.call(Function::EnsureLoadBalancer, operation).await?;
@@ -164,10 +171,14 @@ impl Cloud for ProviderHandle {
 
     async fn update_load_balancer(&self, service: &Service, nodes: &NodeSet) -> Result<(), ProviderError> {
         let (cluster, service, nodes) = (self.cluster_name(), convert::service(service)?, nodes.clone());
-        let operation = operation(move |bindings, store| {
+        let operation = operation(move |exports, store| {
             Box::pin(async move {
                 let nodes = lend(store, nodes)?;
-                bindings.wasm_ccm_provider_load_balancer().call_update(&mut *store, &cluster, &service, nodes).await
+                exports
+                    .world
+                    .wasm_ccm_provider_load_balancer()
+                    .call_update(&mut *store, &cluster, &service, nodes)
+                    .await
             })
         });
         self.call(Function::UpdateLoadBalancer, operation).await
@@ -190,6 +201,36 @@ impl Cloud for ProviderHandle {
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, ProviderError> {
         let node = convert::node(node);
         self.call(Function::InstanceShutdown, operation!(wasm_ccm_provider_instances_v2.call_shutdown(node))).await
+    }
+
+    async fn instances_exist(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
+        if self.info().max_batch == 0 {
+            return Err(ProviderError::NotImplemented);
+        }
+        let (asked, nodes) = (nodes.current().len(), nodes.clone());
+        let operation = operation(move |exports, store| {
+            Box::pin(async move {
+                let lent = lend(store, nodes)?;
+                exports.batch()?.call_exist(&mut *store, lent).await
+            })
+        });
+        let answers = self.call(Function::InstancesExist, operation).await?;
+        convert::batch_answers(answers, asked)
+    }
+
+    async fn instances_shut_down(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
+        if self.info().max_batch == 0 {
+            return Err(ProviderError::NotImplemented);
+        }
+        let (asked, nodes) = (nodes.current().len(), nodes.clone());
+        let operation = operation(move |exports, store| {
+            Box::pin(async move {
+                let lent = lend(store, nodes)?;
+                exports.batch()?.call_shut_down(&mut *store, lent).await
+            })
+        });
+        let answers = self.call(Function::InstancesShutDown, operation).await?;
+        convert::batch_answers(answers, asked)
     }
 
     async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, ProviderError> {

@@ -80,11 +80,26 @@ impl WasiView for CallState {
 
 impl bindings::types::Host for CallState {}
 
+/// What an instance of a provider exports: the `cloud-provider` world, and
+/// `instances-batch` when the provider has it.
+pub(crate) struct Exports {
+    pub(crate) world: CloudProvider,
+    pub(crate) batch: Option<bindings::batch::Guest>,
+}
+
+impl Exports {
+    /// The `instances-batch` export; only asked for of a provider that said
+    /// it answers in batches, which it can only say through this export.
+    pub(crate) fn batch(&self) -> wasmtime::Result<&bindings::batch::Guest> {
+        self.batch.as_ref().ok_or_else(|| wasmtime::format_err!("the provider does not export instances-batch"))
+    }
+}
+
 /// A function of the provider, run on an instance in its store.
 pub(crate) type Operation<R> = Box<
     dyn for<'a> FnOnce(
             &'a Instance,
-            &'a CloudProvider,
+            &'a Exports,
             &'a mut Store<CallState>,
         ) -> BoxFuture<'a, wasmtime::Result<Result<R, bindings::types::CloudError>>>
         + Send,
@@ -96,7 +111,7 @@ pub(crate) type Operation<R> = Box<
 pub(crate) fn operation<R, F>(operation: F) -> Operation<R>
 where
     F: for<'a> FnOnce(
-            &'a CloudProvider,
+            &'a Exports,
             &'a mut Store<CallState>,
         ) -> BoxFuture<'a, wasmtime::Result<Result<R, bindings::types::CloudError>>>
         + Send
@@ -119,6 +134,8 @@ pub enum Start {
 /// The code a provider's calls run.
 struct CallCode {
     pre: CloudProviderPre<CallState>,
+    /// Where `instances-batch` is in the component, when it exports it.
+    batch: Option<bindings::batch::GuestIndices>,
     tier: Tier,
     /// Cranelift is compiling the code that replaces this.
     replacing: bool,
@@ -128,7 +145,8 @@ impl CallCode {
     /// Code linked from `pre`, of the compiler whose engine it belongs to.
     fn new(engine: &Engine, pre: CloudProviderPre<CallState>) -> Self {
         let optimized = wasmtime::Engine::same(pre.instance_pre().engine(), engine.wasmtime());
-        CallCode { pre, tier: if optimized { Tier::Optimizing } else { Tier::Baseline }, replacing: false }
+        let batch = bindings::batch::GuestIndices::new(pre.instance_pre()).ok();
+        CallCode { pre, batch, tier: if optimized { Tier::Optimizing } else { Tier::Baseline }, replacing: false }
     }
 }
 
@@ -218,7 +236,7 @@ impl LoadedProvider {
             memory_in_use: Arc::default(),
             compute: Arc::new(ComputeShare::new(spec.limits.cpu_millicores)),
             limits: spec.limits,
-            info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default() },
+            info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default(), max_batch: 0 },
             compiled: cache_outcome,
             start: Start::Initializing,
             clock: wasi::SinceLoad::start(),
@@ -383,16 +401,20 @@ impl LoadedProvider {
             "provider.start",
             false,
             seed,
-            Box::new(move |instance, bindings, store| {
+            Box::new(move |instance, exports, store| {
                 Box::pin(async move {
-                    let provider = bindings.wasm_ccm_provider_provider();
+                    let provider = exports.world.wasm_ccm_provider_provider();
                     let name_said = provider.call_name(&mut *store).await?;
                     if let Err(err) = provider.call_initialize(&mut *store, &config, &cluster_name).await? {
                         return Ok(Err(err));
                     }
                     let has_cluster_id = provider.call_has_cluster_id(&mut *store).await?;
                     let parts = convert::parts(provider.call_supported_parts(&mut *store).await?);
-                    let info = ProviderInfo { name: name_said, has_cluster_id, parts };
+                    let max_batch = match &exports.batch {
+                        Some(batch) if parts.instances_v2 => batch.call_max_batch(&mut *store).await?,
+                        _ => 0,
+                    };
+                    let info = ProviderInfo { name: name_said, has_cluster_id, parts, max_batch };
                     let Some(instrumented) = instrumented else { return Ok(Ok((info, None))) };
                     if !store.data().table.is_empty() {
                         tracing::info!(provider = %name, "the provider holds host resources after initialize; it is initialised in every call");
@@ -414,8 +436,10 @@ impl LoadedProvider {
                 Function::ProviderName.call_name(),
                 false,
                 None,
-                operation(|bindings, store| {
-                    Box::pin(async move { bindings.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) })
+                operation(|exports, store| {
+                    Box::pin(
+                        async move { exports.world.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) },
+                    )
                 }),
             )
             .await?;
@@ -447,18 +471,23 @@ impl LoadedProvider {
         let started = Instant::now();
         let deadline = started + self.limits.deadline;
         let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
-        let pre = self.code.borrow().pre.clone();
+        let (pre, batch) = {
+            let code = self.code.borrow();
+            (code.pre.clone(), code.batch.clone())
+        };
         let mut store = self.store(pre.instance_pre().engine(), origin, deadline, stderr.clone(), seed);
         let execution = async {
             let instance = pre.instance_pre().instantiate_async(&mut store).await?;
-            let bindings = CloudProvider::new(&mut store, &instance)?;
+            let world = CloudProvider::new(&mut store, &instance)?;
+            let batch = batch.map(|batch| batch.load(&mut store, &instance)).transpose()?;
+            let exports = Exports { world, batch };
             if initialize {
-                let provider = bindings.wasm_ccm_provider_provider();
+                let provider = exports.world.wasm_ccm_provider_provider();
                 if let Err(err) = provider.call_initialize(&mut store, &self.config, &self.cluster_name).await? {
                     return Ok(Err(err));
                 }
             }
-            operation(&instance, &bindings, &mut store).await
+            operation(&instance, &exports, &mut store).await
         };
         // The epoch callback stops guest code at the deadline; this stops
         // host calls, such as a guest's sleep, that outlast it.

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use wasm_ccm_cloud::{Cloud, Function, Interface, NodeSet, Route};
+use wasm_ccm_cloud::{BatchAnswers, Cloud, Function, Interface, NodeSet, Route};
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
 
 use crate::ProviderArgs;
@@ -36,6 +36,7 @@ enum Input {
     Service,
     ServiceAndNodes,
     Node,
+    Nodes,
     NodeName,
     ProviderId,
     Hostname,
@@ -50,10 +51,11 @@ impl Input {
     fn of(function: Function) -> Input {
         use Function as F;
         match function {
-            F::ProviderName | F::Initialize | F::HasClusterId | F::SupportedParts => Input::None,
+            F::ProviderName | F::Initialize | F::HasClusterId | F::SupportedParts | F::MaxBatch => Input::None,
             F::GetLoadBalancer | F::GetLoadBalancerName | F::EnsureLoadBalancerDeleted => Input::Service,
             F::EnsureLoadBalancer | F::UpdateLoadBalancer => Input::ServiceAndNodes,
             F::InstanceExists | F::InstanceShutdown | F::InstanceMetadata => Input::Node,
+            F::InstancesExist | F::InstancesShutDown => Input::Nodes,
             F::NodeAddresses | F::InstanceId | F::InstanceType | F::GetZoneByNodeName => Input::NodeName,
             F::NodeAddressesByProviderId
             | F::InstanceTypeByProviderId
@@ -75,6 +77,7 @@ impl Input {
             Input::Service => r#"Input: `{"service": Service}`."#,
             Input::ServiceAndNodes => r#"Input: `{"service": Service, "nodes": [Node]}`."#,
             Input::Node => "Input: a Node.",
+            Input::Nodes => "Input: a list of Nodes.",
             Input::NodeName => "Input: a node name, as a JSON string.",
             Input::ProviderId => "Input: a provider ID, as a JSON string.",
             Input::Hostname => "Input: a host name, as a JSON string.",
@@ -158,6 +161,17 @@ fn parse<T: DeserializeOwned>(input: &Option<String>, function: Function) -> any
     serde_json::from_str(&text).with_context(|| format!("invalid input for {name}"))
 }
 
+/// A batch's answers by node: `{"node": name, "answer": bool}`, or
+/// `"error"` with the node's error.
+fn batch_answers(nodes: &NodeSet, answers: BatchAnswers) -> Value {
+    let names = nodes.current().names();
+    let answers = names.iter().zip(answers).map(|(node, answer)| match answer {
+        Ok(answer) => json!({"node": node, "answer": answer}),
+        Err(err) => json!({"node": node, "error": err.to_string()}),
+    });
+    Value::Array(answers.collect())
+}
+
 /// Loads the provider, calls the function and prints the result.
 ///
 /// # Errors
@@ -207,6 +221,15 @@ async fn invoke(cloud: &impl Cloud, function: Function, input: &Option<String>) 
         F::EnsureLoadBalancerDeleted => {
             cloud.ensure_load_balancer_deleted(&parse::<LoadBalancerInput>(input, function)?.service).await?;
             Value::Null
+        }
+        F::MaxBatch => json!(info.max_batch),
+        F::InstancesExist => {
+            let nodes = NodeSet::of(parse::<Vec<Node>>(input, function)?);
+            batch_answers(&nodes, cloud.instances_exist(&nodes).await?)
+        }
+        F::InstancesShutDown => {
+            let nodes = NodeSet::of(parse::<Vec<Node>>(input, function)?);
+            batch_answers(&nodes, cloud.instances_shut_down(&nodes).await?)
         }
         F::InstanceExists => json!(cloud.instance_exists(&parse(input, function)?).await?),
         F::InstanceShutdown => json!(cloud.instance_shutdown(&parse(input, function)?).await?),
