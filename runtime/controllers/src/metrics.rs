@@ -60,6 +60,17 @@ pub struct RouteSyncLabels {
     pub provider: String,
 }
 
+/// Labels of `cloud_node_lifecycle_passes_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PassLabels {
+    /// `answered` when the cloud answered the pass's questions, `refused`
+    /// when it refused them all, `waited` when the pass did not ask it, as
+    /// it was being waited for after a refusal.
+    pub outcome: String,
+    /// The provider asked.
+    pub provider: String,
+}
+
 /// Labels of `leader_election_master_status`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -91,6 +102,7 @@ struct Families {
     initial_node_sync_delay: Family<ProviderLabels, Histogram>,
     running_controllers: Family<ControllerLabels, Gauge>,
     route_syncs: Family<RouteSyncLabels, Counter>,
+    lifecycle_passes: Family<PassLabels, Counter>,
     reconcile_errors: Family<ErrorLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
     queue_depth: Family<QueueLabels, Gauge>,
@@ -122,6 +134,7 @@ impl Default for Metrics {
                 initial_node_sync_delay: Family::new_with_constructor(node_delay_histogram),
                 running_controllers: Family::default(),
                 route_syncs: Family::default(),
+                lifecycle_passes: Family::default(),
                 reconcile_errors: Family::default(),
                 leader: Family::default(),
                 queue_depth: Family::default(),
@@ -196,6 +209,11 @@ impl Metrics {
             "route_sync",
             "Route reconciles with the cloud provider, by trigger and outcome",
             families.route_syncs.clone(),
+        );
+        registry.sub_registry_with_prefix("cloud_node_lifecycle").register(
+            "passes",
+            "Passes of the node lifecycle over the nodes, by how the cloud took their questions",
+            families.lifecycle_passes.clone(),
         );
         registry.register(
             "running_managed_controllers",
@@ -288,6 +306,13 @@ impl Metrics {
     /// Records a cloud taint removed `seconds` after the node's creation.
     pub fn taint_removed(&self, seconds: f64) {
         self.families.taint_removal_delay.get_or_create(&self.provider()).observe(seconds);
+    }
+
+    /// Counts a pass of the node lifecycle with `outcome`: `answered`,
+    /// `refused` or `waited`.
+    pub fn lifecycle_pass(&self, outcome: &str) {
+        let labels = PassLabels { outcome: outcome.to_owned(), provider: self.provider.to_string() };
+        self.families.lifecycle_passes.get_or_create(&labels).inc();
     }
 
     /// Counts a failed reconcile of `controller`.

@@ -307,6 +307,21 @@ impl TestCluster {
         all.items.into_iter().filter(|event| event.reason.as_deref() == Some(reason)).collect()
     }
 
+    /// The sum of the controllers' counter `name` (`reconcile_errors`)
+    /// over the series with every one of `labels`.
+    pub fn counter(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        let mut registry = prometheus_client::registry::Registry::default();
+        self.metrics.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("the metrics encode");
+        let series = format!("{name}_total{{");
+        let labels: Vec<String> = labels.iter().map(|(key, value)| format!("{key}=\"{value}\"")).collect();
+        text.lines()
+            .filter(|line| line.starts_with(&series) && labels.iter().all(|label| line.contains(label)))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     /// How many times an event with `reason` was recorded, repeats counted.
     pub async fn event_count(&self, reason: &str) -> i32 {
         self.events(reason).await.iter().map(|event| event.count.unwrap_or(1)).sum()

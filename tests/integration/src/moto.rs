@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -123,6 +124,8 @@ print(json.dumps({
 pub struct Moto {
     child: Child,
     address: SocketAddr,
+    /// Where moto records the requests it serves, one JSON object a line.
+    recording: tempfile::TempDir,
 }
 
 /// What [`Moto::seed`] made.
@@ -268,14 +271,17 @@ impl Moto {
     }
 
     fn start_on(port: u16) -> anyhow::Result<Self> {
+        let recording = tempfile::tempdir()?;
         let child = Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("MOTO_ENABLE_RECORDING", "True")
+            .env("MOTO_RECORDER_FILEPATH", recording.path().join("requests"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("cannot start moto_server (pip install 'moto[server]')")?;
-        let mut moto = Moto { child, address: SocketAddr::from(([127, 0, 0, 1], port)) };
+        let mut moto = Moto { child, address: SocketAddr::from(([127, 0, 0, 1], port)), recording };
         let deadline = Instant::now() + STARTUP;
         while TcpStream::connect_timeout(&moto.address, Duration::from_millis(200)).is_err() {
             if let Some(status) = moto.child.try_wait()? {
@@ -287,6 +293,43 @@ impl Moto {
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(moto)
+    }
+
+    /// Forgets the requests served so far.
+    ///
+    /// # Errors
+    /// When the recording cannot be written.
+    pub fn forget_requests(&self) -> anyhow::Result<()> {
+        Ok(std::fs::write(self.recording.path().join("requests"), "")?)
+    }
+
+    /// The `Action` of every Query API request served since the start or
+    /// [`Moto::forget_requests`], in order.
+    ///
+    /// # Errors
+    /// When the recording cannot be read or parsed.
+    pub fn actions(&self) -> anyhow::Result<Vec<String>> {
+        let text = std::fs::read_to_string(self.recording.path().join("requests")).unwrap_or_default();
+        let mut actions = Vec::new();
+        for line in text.lines().filter(|line| !line.is_empty()) {
+            let request: Value = serde_json::from_str(line).context("a recorded request")?;
+            let body = request["body"].as_str().unwrap_or_default();
+            let body = if request["body_encoded"] == true {
+                String::from_utf8_lossy(&base64::engine::general_purpose::STANDARD.decode(body)?).into_owned()
+            } else {
+                body.to_owned()
+            };
+            let url = request["url"].as_str().unwrap_or_default();
+            let query = url.split_once('?').map_or("", |(_, query)| query);
+            let action = [body.as_str(), query]
+                .into_iter()
+                .flat_map(|params| params.split('&'))
+                .find_map(|param| param.strip_prefix("Action="));
+            if let Some(action) = action {
+                actions.push(action.to_owned());
+            }
+        }
+        Ok(actions)
     }
 
     /// `http://127.0.0.1:<port>`, the endpoint of every service.

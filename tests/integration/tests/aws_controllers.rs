@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -334,6 +335,41 @@ async fn terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted(back
     assert_eq!(cloud_taints(&stopped), [SHUTDOWN_TAINT], "the stopped instance's node is kept, tainted");
 }
 
+/// A zone outage: every node NotReady. The lifecycle asks EC2 about them all
+/// in one DescribeInstances a question, not one a node.
+async fn an_outage_costs_ec2_a_request_a_question_per_pass(backend: &Backend) {
+    // No address refresh, which asks EC2 about each node on its own.
+    let quiet = Settings { node_status_update_frequency: Duration::from_secs(3600), ..settings() };
+    let aws = aws_with(backend, quiet).await;
+    for key in ["running-a", "running-b", "stopped", "terminated"] {
+        aws.create_node(key, |node| NewNode { ready: false, ..node }).await;
+    }
+    wait_node_gone(&aws.cluster, &aws.instance("terminated").name).await;
+    let (nodes, stopped) = (aws.cluster.nodes(), aws.instance("stopped").name.clone());
+    aws.cluster
+        .wait("the stopped node to be tainted", || async {
+            cloud_taints(&nodes.get(&stopped).await.ok()?).contains(&SHUTDOWN_TAINT.to_owned()).then_some(())
+        })
+        .await;
+
+    let passes = || aws.cluster.counter("cloud_node_lifecycle_passes", &[("outcome", "answered")]);
+    aws.moto.forget_requests().unwrap();
+    let before = passes();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (passes, actions) = (passes() - before, aws.moto.actions().unwrap());
+    let describes = actions.iter().filter(|action| *action == "DescribeInstances").count();
+    assert!(passes >= 4, "{passes} passes in 2 s, every 200 ms");
+    assert_eq!(actions.len(), describes, "nothing but DescribeInstances: {actions:?}");
+    // Exists and shutdown, for three nodes; a pass in flight at either end
+    // may add its two.
+    let per_pass = 2;
+    assert!(
+        describes <= per_pass * (usize::try_from(passes).unwrap() + 1),
+        "{describes} DescribeInstances in {passes} passes over three nodes"
+    );
+    assert!(describes >= per_pass * (usize::try_from(passes).unwrap() - 1), "{describes} in {passes} passes");
+}
+
 /// The pod routes in the cluster's route table as (CIDR, instance ID),
 /// sorted, and whether each instance checks source and destination.
 const ROUTES: &str = r#"
@@ -454,6 +490,7 @@ on_both_api_servers!(
     a_service_gets_a_network_load_balancer_and_leaves_nothing_behind,
     targets_follow_the_nodes,
     terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted,
+    an_outage_costs_ec2_a_request_a_question_per_pass,
     routes_follow_the_nodes_pod_cidrs,
     aws_errors_reach_the_service_until_aws_answers,
 );

@@ -404,13 +404,55 @@ async fn resyncs_of_a_load_balancer_as_it_should_be_write_and_report_nothing(bac
     assert_eq!(cluster.event_count("EnsuredLoadBalancer").await, 1);
 }
 
-async fn gone_instances_are_deleted_and_stopped_ones_tainted(backend: &Backend) {
-    let config = json!({"instances": [
+/// The fake cloud's machines for the node lifecycle: `node-a` running,
+/// `node-b` stopped, `node-c` terminated; `extra` merged in.
+fn lifecycle_config(extra: Value) -> Value {
+    let mut config = json!({"instances": [
         {"name": "node-a", "id": "i-a"},
         {"name": "node-b", "id": "i-b", "state": "stopped"},
         {"name": "node-c", "id": "i-c", "state": "terminated"}
     ]});
-    let cluster = TestCluster::start(backend, config, fast_settings()).await;
+    if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
+        config.extend(extra);
+    }
+    config
+}
+
+/// As upstream: the fake answers the lifecycle in batches unless told not to.
+async fn gone_instances_are_deleted_and_stopped_ones_tainted(backend: &Backend) {
+    lifecycle(backend, json!({})).await;
+}
+
+async fn gone_instances_are_deleted_and_stopped_ones_tainted_one_node_at_a_time(backend: &Backend) {
+    lifecycle(backend, json!({"maxBatch": 0})).await;
+}
+
+/// A throttled cloud: the whole pass waits, and no node is deleted on a
+/// throttled answer; the answer after the wait deletes what is gone.
+async fn a_throttled_lifecycle_changes_no_node_until_the_cloud_answers(backend: &Backend) {
+    let throttled = json!({"instances-batch.exist": {"error": {"kind": "retry", "delayMs": 2000, "message": "RequestLimitExceeded"}}});
+    let cluster = TestCluster::start(backend, lifecycle_config(json!({"faults": throttled})), fast_settings()).await;
+    cluster.create_node(NewNode { ready: false, ..NewNode::ready("node-c") }).await;
+    let nodes = cluster.nodes();
+    // One node, so one error a refused pass.
+    let calls = || cluster.counter("reconcile_errors", &[("controller", "cloud-node-lifecycle"), ("kind", "retry")]);
+    cluster.wait("a throttled question", || async { (calls() >= 1).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(calls(), 1, "five periods, one refusal: the pass waits the delay the cloud asked for");
+    assert!(nodes.get_opt("node-c").await.unwrap().is_some(), "not deleted on a throttled answer");
+    assert_eq!(cluster.event_count("DeletingNode").await, 0);
+
+    cluster.reconfigure(lifecycle_config(json!({}))).await;
+    cluster
+        .wait("node-c to be deleted once the cloud answers", || async {
+            nodes.get_opt("node-c").await.ok()?.is_none().then_some(())
+        })
+        .await;
+    assert_eq!(calls(), 1, "asked again after the delay, and answered");
+}
+
+async fn lifecycle(backend: &Backend, extra: Value) {
+    let cluster = TestCluster::start(backend, lifecycle_config(extra), fast_settings()).await;
     for name in ["node-a", "node-b", "node-c"] {
         cluster.create_node(NewNode { ready: false, ..NewNode::ready(name) }).await;
     }
@@ -583,6 +625,8 @@ on_both_api_servers!(
     drifted_load_balancers_are_repaired,
     resyncs_of_a_load_balancer_as_it_should_be_write_and_report_nothing,
     gone_instances_are_deleted_and_stopped_ones_tainted,
+    gone_instances_are_deleted_and_stopped_ones_tainted_one_node_at_a_time,
+    a_throttled_lifecycle_changes_no_node_until_the_cloud_answers,
     routes_follow_the_nodes_pod_cidrs,
 );
 

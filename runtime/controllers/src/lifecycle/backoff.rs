@@ -6,10 +6,10 @@ use std::time::Duration;
 /// The longest the lifecycle waits between passes that ask the cloud.
 pub(super) const MAX_PASS_BACKOFF: Duration = Duration::from_secs(120);
 
-/// The wait before the next pass that asks the cloud: the monitor period
-/// after a pass the cloud answered; after passes it refused, twice the
-/// wait before, from the period up to [`MAX_PASS_BACKOFF`], or the delay
-/// the provider asked for when that is longer.
+/// The wait before the next pass that asks the cloud after passes it
+/// refused: twice the wait before, from twice the monitor period up to
+/// [`MAX_PASS_BACKOFF`], or the delay the provider asked for when that is
+/// longer. A pass the cloud answered starts over.
 #[derive(Debug)]
 pub(super) struct PassBackoff {
     period: Duration,
@@ -21,10 +21,9 @@ impl PassBackoff {
         PassBackoff { period, refused: 0 }
     }
 
-    /// The wait after a pass the cloud answered.
-    pub(super) fn answered(&mut self) -> Duration {
+    /// Starts over: the cloud answered a pass.
+    pub(super) fn answered(&mut self) {
         self.refused = 0;
-        self.period
     }
 
     /// The wait after a pass the cloud refused; `asked` is the delay the
@@ -45,7 +44,7 @@ mod tests {
         let mut backoff = PassBackoff::new(Duration::from_secs(5));
         let waits: Vec<u64> = (0..7).map(|_| backoff.refused(None).as_secs()).collect();
         assert_eq!(waits, [10, 20, 40, 80, 120, 120, 120]);
-        assert_eq!(backoff.answered(), Duration::from_secs(5));
+        backoff.answered();
         assert_eq!(backoff.refused(None), Duration::from_secs(10));
     }
 

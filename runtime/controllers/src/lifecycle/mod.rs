@@ -65,8 +65,10 @@ impl<C: Cloud> Controller for NodeLifecycleController<C> {
                 _ = ticks.tick() => {}
             }
             let ask_cloud = Instant::now() >= ask_from;
-            match self.pass(ask_cloud).await {
-                Pass::Answered => ask_from = Instant::now() + backoff.answered(),
+            let pass = self.pass(ask_cloud).await;
+            self.ctx.metrics.lifecycle_pass(pass.outcome());
+            match pass {
+                Pass::Answered => backoff.answered(),
                 Pass::Refused { retry_after, nodes } => {
                     let wait = backoff.refused(retry_after);
                     tracing::warn!(
@@ -90,6 +92,17 @@ enum Pass {
     Refused { retry_after: Option<Duration>, nodes: usize },
     /// The pass did not ask it: it is being waited for.
     NotAsked,
+}
+
+impl Pass {
+    /// Its outcome, as the passes metric names it.
+    fn outcome(&self) -> &'static str {
+        match self {
+            Pass::Answered => "answered",
+            Pass::Refused { .. } => "refused",
+            Pass::NotAsked => "waited",
+        }
+    }
 }
 
 impl<C: Cloud> NodeLifecycleController<C> {
