@@ -10,14 +10,14 @@ const PROVIDER_ID_PREFIX: &str = "fake://";
 
 impl Fake {
     fn by_name(&self, name: &str) -> Result<&Instance, Error> {
-        self.config.instances.iter().find(|instance| instance.name == name).ok_or(Error::InstanceNotFound)
+        self.by_name.get(name).map(|&index| &self.config.instances[index]).ok_or(Error::InstanceNotFound)
     }
 
     fn by_provider_id(&self, provider_id: &str) -> Result<&Instance, Error> {
         let id = provider_id
             .strip_prefix(PROVIDER_ID_PREFIX)
             .ok_or_else(|| Error::other(format_args!("provider ID {provider_id:?} is not of the form fake://<id>")))?;
-        self.config.instances.iter().find(|instance| instance.id == id).ok_or(Error::InstanceNotFound)
+        self.by_id.get(id).map(|&index| &self.config.instances[index]).ok_or(Error::InstanceNotFound)
     }
 
     /// The machine behind `node`: by provider ID once it has one, else by name.

@@ -14,6 +14,8 @@ mod load_balancer;
 mod pool;
 mod routes;
 
+use std::collections::HashMap;
+
 use wasm_ccm_sdk::{Clusters, Error, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones};
 
 use crate::cloud::Cloud;
@@ -24,6 +26,10 @@ pub struct Fake {
     config: Config,
     cluster_name: String,
     cloud: Option<Cloud>,
+    /// The configured machines' indexes, by name and by ID: a lifecycle
+    /// batch looks thousands up.
+    by_name: HashMap<String, usize>,
+    by_id: HashMap<String, usize>,
 }
 
 impl Fake {
@@ -44,7 +50,16 @@ impl Provider for Fake {
         let config = Config::parse(config)?;
         config.inject("provider.initialize")?;
         let cloud = config.cloud.as_deref().map(Cloud::new);
-        Ok(Fake { config, cluster_name: cluster_name.to_owned(), cloud })
+        let index = |key: fn(&config::Instance) -> &String| {
+            // The first machine of a name or ID wins, as a scan would find it.
+            let mut index = HashMap::new();
+            for (position, instance) in config.instances.iter().enumerate().rev() {
+                index.insert(key(instance).clone(), position);
+            }
+            index
+        };
+        let (by_name, by_id) = (index(|instance| &instance.name), index(|instance| &instance.id));
+        Ok(Fake { config, cluster_name: cluster_name.to_owned(), cloud, by_name, by_id })
     }
 
     fn has_cluster_id(&self) -> bool {
