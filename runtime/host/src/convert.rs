@@ -363,6 +363,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_batch_answers_once_per_node_asked() {
+        let answers = vec![Ok(true), Err(wit::CloudError::InstanceNotFound)];
+        assert_eq!(batch_answers(answers.clone(), 2), Ok(vec![Ok(true), Err(ProviderError::InstanceNotFound)]));
+        assert_eq!(
+            batch_answers(answers, 3),
+            Err(ProviderError::InvalidResult("2 answers for a batch of 3 nodes".into()))
+        );
+    }
+
+    #[test]
     fn converts_a_load_balancer_service() {
         let service = core::Service {
             metadata: ObjectMeta {

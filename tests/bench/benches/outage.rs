@@ -135,7 +135,10 @@ fn lifecycle_counts(port: u16) -> anyhow::Result<(f64, f64)> {
     let calls = ["instances-batch.exist", "instances-batch.shut-down", "instances-v2.exists", "instances-v2.shutdown"]
         .iter()
         .map(|function| {
-            metric(port, &format!("provider_call_duration_seconds_count{{provider=\"fake\",function=\"{function}\""))
+            metric(
+                port,
+                &format!("provider_call_duration_seconds_count{{provider=\"provider_fake\",function=\"{function}\""),
+            )
         })
         .sum::<anyhow::Result<f64>>()?;
     Ok((passes, calls))

@@ -145,6 +145,39 @@ async fn instances_v2(component: &str) {
     assert_eq!(handle.instance_metadata(&node("nowhere", None)).await, Err(ProviderError::InstanceNotFound));
 }
 
+/// The Rust fake answers the node lifecycle in batches, node by node as it
+/// answers one node at a time; told `maxBatch: 0`, or built without
+/// `instances-batch` (the Go fake), a provider is asked one node at a time.
+#[tokio::test]
+async fn lifecycle_batches_answer_as_single_questions() {
+    let cloud = FakeCloud::start().await.unwrap();
+    let handle = fake("provider-fake", &cloud, json!({})).await;
+    assert_eq!(handle.info().max_batch, 500);
+    let nodes = [node("node-a", None), node("node-b", None), node("node-c", None), node("nowhere", None)];
+    let set = NodeSet::of(nodes.iter().cloned().chain([node("renamed", Some("fake://i-a"))]));
+    let exist = handle.instances_exist(&set).await.unwrap();
+    assert_eq!(exist, [Ok(true), Ok(true), Ok(false), Ok(false), Ok(true)], "in the set's order, by name");
+    let shut_down = handle.instances_shut_down(&set).await.unwrap();
+    assert_eq!(shut_down, [Ok(false), Ok(true), Ok(false), Err(ProviderError::InstanceNotFound), Ok(false)]);
+    for (node, batched) in nodes.iter().zip(&exist) {
+        assert_eq!(&handle.instance_exists(node).await, batched);
+    }
+
+    let throttled = json!({"instances-batch.exist": {"error": {"kind": "other", "message": "throttled"}}});
+    let handle = fake("provider-fake", &cloud, throttled).await;
+    assert_eq!(handle.instances_exist(&set).await, Err(ProviderError::Cloud("throttled".into())));
+    let mut config: serde_json::Value = serde_json::from_slice(&config(&cloud, json!({}))).unwrap();
+    config["maxBatch"] = json!(0);
+    let mut spec = spec("fake", guest("provider-fake"), config.to_string().as_bytes());
+    spec.allow_list = allow(&[&cloud.url()]);
+    let one_at_a_time = ProviderHandle::new(load(spec).await);
+    assert_eq!(one_at_a_time.info().max_batch, 0);
+    assert_eq!(one_at_a_time.instances_exist(&set).await, Err(ProviderError::NotImplemented));
+    let go = fake("provider-fake-go", &cloud, json!({})).await;
+    assert_eq!(go.info().max_batch, 0, "the Go SDK builds the world without instances-batch");
+    assert_eq!(go.instances_exist(&set).await, Err(ProviderError::NotImplemented));
+}
+
 async fn instances_v1(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
     let handle = fake(component, &cloud, json!({})).await;

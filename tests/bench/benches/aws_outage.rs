@@ -1,0 +1,155 @@
+//! A zone outage against the AWS provider: thousands of instances in
+//! `moto_server`, tagged for the cluster, and their nodes NotReady, served
+//! by the `wasm-ccm` binary (default settings) against the API server
+//! harness. Reported: the EC2 requests of each node lifecycle pass (from
+//! moto's recording of the requests it served, over 30 s, after 20 s to
+//! settle), beside the goal of one request per 500 nodes.
+//!
+//! Needs the release `wasm-ccm` (`cargo build --release -p wasm-ccm`), the
+//! AWS provider (`providers/build.sh`) and `moto_server`.
+//! `BENCH_AWS_OUTAGE_NODES` lists the node counts (default `2000,5000`).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use serde_json::json;
+use wasm_ccm_apiserver::ApiServer;
+use wasm_ccm_bench::services::create_all;
+use wasm_ccm_bench::wasm_ccm_run;
+use wasm_ccm_tests::moto::{Moto, REGION, SeededInstance};
+use wasm_ccm_tests::{free_port, repository};
+
+/// The binary's default `--cluster-name`, which the instances are tagged for.
+const CLUSTER: &str = "kubernetes";
+const SETTLE: Duration = Duration::from_secs(20);
+const MEASURED: Duration = Duration::from_secs(30);
+
+/// `arg["count"]` running instances in a subnet of their own in VPC
+/// `arg["vpc"]`, tagged for the cluster, a thousand a request.
+const INSTANCES: &str = r#"
+image = ec2.describe_images()["Images"][0]["ImageId"]
+zone = ec2.describe_availability_zones()["AvailabilityZones"][0]["ZoneName"]
+subnet = ec2.create_subnet(VpcId=arg["vpc"], CidrBlock="10.0.128.0/17", AvailabilityZone=zone)["Subnet"]["SubnetId"]
+tags = [{"ResourceType": "instance", "Tags": [{"Key": "kubernetes.io/cluster/" + arg["cluster"], "Value": "owned"}]}]
+described = []
+left = arg["count"]
+while left > 0:
+    count = min(left, 1000)
+    made = ec2.run_instances(ImageId=image, MinCount=count, MaxCount=count, InstanceType="m5.large",
+                             SubnetId=subnet, TagSpecifications=tags)["Instances"]
+    for instance in made:
+        described.append({
+            "id": instance["InstanceId"], "name": instance["PrivateDnsName"], "state": "running",
+            "zone": instance["Placement"]["AvailabilityZone"], "type": instance["InstanceType"],
+            "privateIp": instance["PrivateIpAddress"], "publicIp": "", "publicDns": "",
+        })
+    left -= count
+print(json.dumps(described))
+"#;
+
+/// A NotReady node of `instance`, initialised: named by its private DNS
+/// name, with its provider ID.
+fn node(instance: &SeededInstance) -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": instance.name, "labels": {"kubernetes.io/hostname": instance.name}},
+        "spec": {"providerID": format!("aws:///{}/{}", instance.zone, instance.id)},
+    }))
+    .expect("a node")
+}
+
+/// The lifecycle's passes so far, from `/metrics` at `port`.
+fn passes(port: u16) -> anyhow::Result<f64> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    Ok(text
+        .lines()
+        .filter(|line| line.starts_with("cloud_node_lifecycle_passes_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+/// EC2 requests by action over [`MEASURED`], and the passes meanwhile.
+async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, f64)> {
+    let (moto, instances) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let moto = Moto::start()?;
+        let seed = moto.seed(CLUSTER)?;
+        let made = moto.boto3(INSTANCES, &json!({"count": nodes, "vpc": seed.vpc, "cluster": CLUSTER}))?;
+        let instances: Vec<SeededInstance> = serde_json::from_value(made)?;
+        Ok((moto, instances))
+    })
+    .await??;
+    anyhow::ensure!(instances.len() == nodes, "moto made {} instances", instances.len());
+    let api = ApiServer::start().await?;
+    let client = api.client().await;
+    create_all(&Api::<Node>::all(client), instances.iter().map(node).collect()).await?;
+    let kubeconfig = dir.join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig)?;
+    let config = dir.join("aws.json");
+    let endpoints = json!({"ec2": moto.url(), "elasticloadbalancing": moto.url()});
+    std::fs::write(&config, json!({"region": REGION, "endpoints": endpoints}).to_string())?;
+    let credentials = dir.join("aws-credentials");
+    std::fs::create_dir_all(&credentials)?;
+    std::fs::write(credentials.join("access-key-id"), "AKIDEXAMPLE")?;
+    std::fs::write(credentials.join("secret-access-key"), "secret")?;
+    let port = free_port()?;
+    let mut command = wasm_ccm_run(&kubeconfig)?;
+    command
+        .args(["--admin-plain-http", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+        .arg("--provider")
+        .arg(repository().join("target/wasm/provider_aws.wasm"))
+        .arg("--cloud-config")
+        .arg(&config)
+        .arg("--provider-credentials")
+        .arg(&credentials)
+        .args(["--provider-allow", &moto.url()]);
+    let mut child = command.spawn()?;
+    let result = async {
+        tokio::time::sleep(SETTLE).await;
+        anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
+        moto.forget_requests()?;
+        let before = passes(port)?;
+        tokio::time::sleep(MEASURED).await;
+        let (after, actions) = (passes(port)?, moto.actions()?);
+        Ok((actions, after - before))
+    }
+    .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+fn main() -> anyhow::Result<()> {
+    let counts: Vec<usize> = std::env::var("BENCH_AWS_OUTAGE_NODES")
+        .unwrap_or_else(|_| "2000,5000".to_owned())
+        .split(',')
+        .map(|count| count.trim().parse().map_err(|_| anyhow::anyhow!("BENCH_AWS_OUTAGE_NODES: {count:?}")))
+        .collect::<anyhow::Result<_>>()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let dir = tempfile::Builder::new().prefix("wasm-ccm-bench-aws-outage-").tempdir()?;
+    runtime.block_on(async {
+        println!("## A zone outage, the AWS provider against moto\n");
+        println!(
+            "| NotReady nodes | passes in {} s | EC2 requests | per pass | goal (nodes / 500) |",
+            MEASURED.as_secs()
+        );
+        println!("|---|---|---|---|---|");
+        for nodes in counts {
+            let (actions, passes) = outage(nodes, dir.path()).await?;
+            let describes = actions.iter().filter(|action| *action == "DescribeInstances").count();
+            anyhow::ensure!(describes == actions.len(), "requests besides DescribeInstances: {actions:?}");
+            println!(
+                "| {nodes} | {passes:.0} | {describes} | {:.1} | {} |",
+                describes as f64 / passes.max(1.0),
+                nodes / 500
+            );
+        }
+        anyhow::Ok(())
+    })
+}
