@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::thread::LocalKey;
 
 use crate::provider::Provider;
-use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
+use crate::types::{InstanceMetadata, InstanceState, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
 use crate::wit::exports::wasm_ccm::provider as exports;
 use crate::wit::wasm_ccm::provider::nodes::NodeSet as LentNodes;
 use crate::{Error, NodeSet, Parts};
@@ -136,12 +136,8 @@ impl<T: Instance> exports::instances_batch::Guest for Glue<T> {
         part::<T, _>(Provider::instances_v2).map_or(0, |instances| instances.max_batch())
     }
 
-    fn exist(nodes: &LentNodes) -> Result<Vec<Result<bool, Error>>, Error> {
-        part::<T, _>(Provider::instances_v2)?.instances_exist(&NodeSet::lent(nodes))
-    }
-
-    fn shut_down(nodes: &LentNodes) -> Result<Vec<Result<bool, Error>>, Error> {
-        part::<T, _>(Provider::instances_v2)?.instances_shutdown(&NodeSet::lent(nodes))
+    fn states(nodes: &LentNodes) -> Result<Vec<Result<InstanceState, Error>>, Error> {
+        part::<T, _>(Provider::instances_v2)?.instance_states(&NodeSet::lent(nodes))
     }
 }
 

@@ -136,5 +136,6 @@ pub use wit_bindgen;
 /// The records exchanged with the host: what a provider reads of Services
 /// and Nodes and what it returns.
 pub mod types {
+    pub use crate::wit::exports::wasm_ccm::provider::instances_batch::InstanceState;
     pub use crate::wit::wasm_ccm::provider::types::*;
 }

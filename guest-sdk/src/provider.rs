@@ -5,7 +5,7 @@
 //! [`Error::NotImplemented`], so a provider overrides only what its cloud
 //! supports.
 
-use crate::types::{InstanceMetadata, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
+use crate::types::{InstanceMetadata, InstanceState, LoadBalancerStatus, Node, NodeAddress, Route, Service, Zone};
 use crate::{Error, NodeSet};
 
 /// A cloud provider: `cloudprovider.Interface`.
@@ -119,32 +119,29 @@ pub trait InstancesV2 {
         Err(Error::NotImplemented)
     }
 
-    /// The most nodes [`InstancesV2::instances_exist`] and
-    /// [`InstancesV2::instances_shutdown`] take at once. 0, the default,
-    /// says the provider answers one node at a time: the host then asks
-    /// `instance_exists` and `instance_shutdown` per node, as upstream does.
+    /// The most nodes [`InstancesV2::instance_states`] takes at once. 0, the
+    /// default, says the provider answers one node at a time: the host then
+    /// asks `instance_exists` and `instance_shutdown` per node, as upstream
+    /// does.
     fn max_batch(&self) -> u32 {
         0
     }
 
-    /// `InstanceExists` of every node of `nodes`, one answer per node in the
-    /// set's order, with as few cloud requests as the cloud allows; an
-    /// error of the whole answer fails every node. The default asks
-    /// [`InstancesV2::instance_exists`] of each node.
-    fn instances_exist(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
-        Ok(each(nodes, |node| self.instance_exists(node)))
+    /// `InstanceExists` and, for an instance that exists,
+    /// `InstanceShutdown` of every node of `nodes`: one answer per node in
+    /// the set's order, with as few cloud requests as the cloud allows. A
+    /// node's error leaves the node alone; an error of the whole answer
+    /// fails every node. The default asks the per-node methods.
+    fn instance_states(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<InstanceState, Error>>, Error> {
+        Ok((0..nodes.len())
+            .map(|index| {
+                let node = nodes.get(index).ok_or(Error::InstanceNotFound)?;
+                let exists = self.instance_exists(&node)?;
+                let shut_down = exists && self.instance_shutdown(&node)?;
+                Ok(InstanceState { exists, shut_down })
+            })
+            .collect())
     }
-
-    /// `InstanceShutdown` of every node of `nodes`, as
-    /// [`InstancesV2::instances_exist`] answers.
-    fn instances_shutdown(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
-        Ok(each(nodes, |node| self.instance_shutdown(node)))
-    }
-}
-
-/// `answer` for every node of `nodes`, in order.
-fn each(nodes: &NodeSet<'_>, answer: impl Fn(&Node) -> Result<bool, Error>) -> Vec<Result<bool, Error>> {
-    (0..nodes.len()).map(|index| nodes.get(index).map_or(Err(Error::InstanceNotFound), |node| answer(&node))).collect()
 }
 
 /// `cloudprovider.Instances`.

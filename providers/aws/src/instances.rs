@@ -1,6 +1,6 @@
 //! Instances, both APIs, and zones, answered from EC2's DescribeInstances.
 
-use wasm_ccm_sdk::types::{InstanceMetadata, Node, NodeAddress, NodeAddressType, Zone};
+use wasm_ccm_sdk::types::{InstanceMetadata, InstanceState, Node, NodeAddress, NodeAddressType, Zone};
 use wasm_ccm_sdk::{Error, Instances, InstancesV2, NodeSet, Zones};
 
 use crate::Aws;
@@ -99,17 +99,16 @@ impl InstancesV2 for Aws {
         batch::MAX_BATCH
     }
 
-    fn instances_exist(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
+    fn instance_states(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<InstanceState, Error>>, Error> {
         let found = self.instances_of_set(nodes)?;
         Ok(found
             .into_iter()
-            .map(|found| exists(found.and_then(|found| found.ok_or(Error::InstanceNotFound))))
+            .map(|found| {
+                let instance = found?;
+                let exists = exists(instance.clone().ok_or(Error::InstanceNotFound))?;
+                Ok(InstanceState { exists, shut_down: exists && instance.as_ref().is_some_and(is_shut_down) })
+            })
             .collect())
-    }
-
-    fn instances_shutdown(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
-        let found = self.instances_of_set(nodes)?;
-        Ok(found.into_iter().map(|found| Ok(is_shut_down(&found?.ok_or(Error::InstanceNotFound)?))).collect())
     }
 
     fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, Error> {

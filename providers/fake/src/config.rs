@@ -79,7 +79,7 @@ pub struct Instance {
     #[serde(default)]
     pub addresses: Vec<Address>,
     #[serde(default)]
-    pub state: InstanceState,
+    pub state: MachineState,
     /// Labels reported as `AdditionalLabels`.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -92,7 +92,7 @@ fn default_type() -> String {
 /// A machine's state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum InstanceState {
+pub enum MachineState {
     #[default]
     Running,
     Stopped,

@@ -1,10 +1,10 @@
 //! Instances, both APIs, and zones, answered from the configured machines.
 
-use wasm_ccm_sdk::types::{InstanceMetadata, KeyValue, Node, NodeAddress, NodeAddressType, Zone};
+use wasm_ccm_sdk::types::{InstanceMetadata, InstanceState, KeyValue, Node, NodeAddress, NodeAddressType, Zone};
 use wasm_ccm_sdk::{Error, Instances, InstancesV2, NodeSet, Zones};
 
 use crate::Fake;
-use crate::config::{Instance, InstanceState};
+use crate::config::{Instance, MachineState};
 
 const PROVIDER_ID_PREFIX: &str = "fake://";
 
@@ -33,8 +33,8 @@ impl Fake {
     fn each_node(
         &self,
         nodes: &NodeSet<'_>,
-        answer: impl Fn(Result<&Instance, Error>) -> Result<bool, Error>,
-    ) -> Vec<Result<bool, Error>> {
+        answer: impl Fn(Result<&Instance, Error>) -> Result<InstanceState, Error>,
+    ) -> Vec<Result<InstanceState, Error>> {
         let (names, provider_ids) = (nodes.names(), nodes.provider_ids());
         names
             .iter()
@@ -47,7 +47,7 @@ impl Fake {
 
     /// Whether a running machine serves the Node `name`.
     pub(crate) fn is_running(&self, name: &str) -> bool {
-        self.by_name(name).is_ok_and(|instance| instance.state == InstanceState::Running)
+        self.by_name(name).is_ok_and(|instance| instance.state == MachineState::Running)
     }
 }
 
@@ -77,7 +77,7 @@ fn addresses(instance: &Instance) -> Result<Vec<NodeAddress>, Error> {
 /// `InstanceExists` of a machine: a terminated or unknown one is gone.
 fn exists(instance: Result<&Instance, Error>) -> Result<bool, Error> {
     match instance {
-        Ok(instance) => Ok(instance.state != InstanceState::Terminated),
+        Ok(instance) => Ok(instance.state != MachineState::Terminated),
         Err(Error::InstanceNotFound) => Ok(false),
         Err(err) => Err(err),
     }
@@ -85,7 +85,7 @@ fn exists(instance: Result<&Instance, Error>) -> Result<bool, Error> {
 
 /// `InstanceShutdown` of a machine.
 fn shut_down(instance: Result<&Instance, Error>) -> Result<bool, Error> {
-    Ok(instance?.state == InstanceState::Stopped)
+    Ok(instance?.state == MachineState::Stopped)
 }
 
 fn zone(instance: &Instance) -> Zone {
@@ -107,14 +107,16 @@ impl InstancesV2 for Fake {
         self.config.max_batch
     }
 
-    fn instances_exist(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
-        self.config.inject("instances-batch.exist")?;
-        Ok(self.each_node(nodes, exists))
-    }
-
-    fn instances_shutdown(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<bool, Error>>, Error> {
-        self.config.inject("instances-batch.shut-down")?;
-        Ok(self.each_node(nodes, shut_down))
+    fn instance_states(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<InstanceState, Error>>, Error> {
+        self.config.inject("instances-batch.states")?;
+        Ok(self.each_node(nodes, |instance| match instance {
+            Ok(instance) => {
+                let exists = exists(Ok(instance))?;
+                Ok(InstanceState { exists, shut_down: exists && shut_down(Ok(instance))? })
+            }
+            Err(Error::InstanceNotFound) => Ok(InstanceState { exists: false, shut_down: false }),
+            Err(err) => Err(err),
+        }))
     }
 
     fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, Error> {
@@ -169,7 +171,7 @@ impl Instances for Fake {
     fn instance_exists_by_provider_id(&self, provider_id: &str) -> Result<bool, Error> {
         self.config.inject("instances.instance-exists-by-provider-id")?;
         match self.by_provider_id(provider_id) {
-            Ok(instance) => Ok(instance.state != InstanceState::Terminated),
+            Ok(instance) => Ok(instance.state != MachineState::Terminated),
             Err(Error::InstanceNotFound) => Ok(false),
             Err(err) => Err(err),
         }
@@ -177,7 +179,7 @@ impl Instances for Fake {
 
     fn instance_shutdown_by_provider_id(&self, provider_id: &str) -> Result<bool, Error> {
         self.config.inject("instances.instance-shutdown-by-provider-id")?;
-        Ok(self.by_provider_id(provider_id)?.state == InstanceState::Stopped)
+        Ok(self.by_provider_id(provider_id)?.state == MachineState::Stopped)
     }
 }
 

@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service}
 use crate::node_set::NodeSet;
 
 /// One answer per node of a batch, in the node set's order.
-pub type BatchAnswers = Vec<Result<bool, ProviderError>>;
+pub type BatchAnswers = Vec<Result<InstanceState, ProviderError>>;
 
 use crate::error::ProviderError;
-use crate::{InstanceMetadata, ProviderInfo, Route, Zone};
+use crate::{InstanceMetadata, InstanceState, ProviderInfo, Route, Zone};
 
 /// A cloud provider: one method per [`Function`](crate::Function) of the
 /// contract but the provider's own, which [`Cloud::info`] answers for.
@@ -59,15 +59,12 @@ pub trait Cloud: Clone + Send + Sync + 'static {
     /// InstancesV2 `InstanceShutdown`.
     fn instance_shutdown(&self, node: &Node) -> impl Future<Output = Result<bool, ProviderError>> + Send;
 
-    /// `InstanceExists` of every node of `nodes`, one answer per node in
-    /// the set's order, in one call: the batch form the node lifecycle
-    /// uses when [`ProviderInfo::max_batch`] is not 0, with at most that
-    /// many nodes. An error of the whole batch fails every node of it.
-    fn instances_exist(&self, nodes: &NodeSet) -> impl Future<Output = Result<BatchAnswers, ProviderError>> + Send;
-
-    /// `InstanceShutdown` of every node of `nodes`, as
-    /// [`Cloud::instances_exist`] answers.
-    fn instances_shut_down(&self, nodes: &NodeSet) -> impl Future<Output = Result<BatchAnswers, ProviderError>> + Send;
+    /// `InstanceExists` and `InstanceShutdown` of every node of `nodes`, one
+    /// answer per node in the set's order, in one call: the batch form the
+    /// node lifecycle uses when [`ProviderInfo::max_batch`] is not 0, with
+    /// at most that many nodes. An error of the whole batch fails every node
+    /// of it.
+    fn instance_states(&self, nodes: &NodeSet) -> impl Future<Output = Result<BatchAnswers, ProviderError>> + Send;
 
     /// InstancesV2 `InstanceMetadata`.
     fn instance_metadata(&self, node: &Node) -> impl Future<Output = Result<InstanceMetadata, ProviderError>> + Send;

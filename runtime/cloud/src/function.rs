@@ -156,10 +156,8 @@ contract! {
     InstancesBatch = "instances-batch", part Some(Part::InstancesV2), required false => {
         /// The most nodes a batch takes.
         MaxBatch = "max-batch", go "MaxBatch";
-        /// `InstanceExists` of many nodes.
-        InstancesExist = "exist", go "InstancesExist";
-        /// `InstanceShutdown` of many nodes.
-        InstancesShutDown = "shut-down", go "InstancesShutdown";
+        /// `InstanceExists` and `InstanceShutdown` of many nodes.
+        InstanceStates = "states", go "InstanceStates";
     }
     /// `cloudprovider.Instances`, the first instances API.
     Instances = "instances", part Some(Part::Instances), required true => {

@@ -20,7 +20,7 @@ pub use cloud::{BatchAnswers, Cloud};
 pub use error::ProviderError;
 pub use function::{Function, Interface, Part};
 pub use node_set::{NodeRef, NodeSet, NodeSnapshot, PackedStrings};
-pub use types::{InstanceMetadata, Parts, ProviderInfo, Route, Zone};
+pub use types::{InstanceMetadata, InstanceState, Parts, ProviderInfo, Route, Zone};
 
 /// The cluster name a provider is initialised with unless told otherwise:
 /// upstream's `--cluster-name` default.

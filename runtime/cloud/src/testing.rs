@@ -11,7 +11,7 @@ use crate::cloud::{BatchAnswers, Cloud};
 use crate::error::ProviderError;
 use crate::function::Function;
 use crate::node_set::NodeSet;
-use crate::{InstanceMetadata, Parts, ProviderInfo, Route, Zone};
+use crate::{InstanceMetadata, InstanceState, Parts, ProviderInfo, Route, Zone};
 
 /// An instance of the [`TestCloud`].
 #[derive(Debug, Clone, Default)]
@@ -96,7 +96,7 @@ impl TestCloud {
     }
 
     /// The cloud answering the lifecycle questions in batches of at most
-    /// `max_batch` nodes; a batch call is recorded as `exist a,b,c`.
+    /// `max_batch` nodes; a batch call is recorded as `states a,b,c`.
     pub fn with_max_batch(self, max_batch: u32) -> Self {
         self.lock().max_batch = max_batch;
         self
@@ -266,18 +266,17 @@ impl Cloud for TestCloud {
         Ok(self.instance(&name(node))?.shutdown)
     }
 
-    async fn instances_exist(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
+    async fn instance_states(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
         let names = names(nodes);
-        self.call(Function::InstancesExist, &names.join(","))?;
+        self.call(Function::InstanceStates, &names.join(","))?;
         self.check_batch(names.len())?;
-        Ok(names.iter().map(|name| Ok(self.instance(name).is_ok())).collect())
-    }
-
-    async fn instances_shut_down(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
-        let names = names(nodes);
-        self.call(Function::InstancesShutDown, &names.join(","))?;
-        self.check_batch(names.len())?;
-        Ok(names.iter().map(|name| self.instance(name).map(|instance| instance.shutdown)).collect())
+        Ok(names
+            .iter()
+            .map(|name| match self.instance(name) {
+                Ok(instance) => Ok(InstanceState { exists: true, shut_down: instance.shutdown }),
+                Err(_) => Ok(InstanceState { exists: false, shut_down: false }),
+            })
+            .collect())
     }
 
     async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, ProviderError> {

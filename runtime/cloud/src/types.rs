@@ -53,10 +53,20 @@ pub struct ProviderInfo {
     pub has_cluster_id: bool,
     /// The parts it supports.
     pub parts: Parts,
-    /// The most nodes the batch forms of the lifecycle questions
-    /// ([`Cloud::instances_exist`](crate::Cloud::instances_exist)) take at
+    /// The most nodes the batch form of the lifecycle questions
+    /// ([`Cloud::instance_states`](crate::Cloud::instance_states)) takes at
     /// once; 0 when the provider answers one node at a time.
     pub max_batch: u32,
+}
+
+/// What the node lifecycle needs to know of a node's instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceState {
+    /// `InstanceExists`.
+    pub exists: bool,
+    /// `InstanceShutdown`; meaningful only when it exists.
+    pub shut_down: bool,
 }
 
 /// `cloudprovider.InstanceMetadata`.

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, NodeSet, ProviderError};
+use wasm_ccm_cloud::{Cloud, Function, InstanceMetadata, InstanceState, NodeSet, ProviderError};
 
 use super::Suite;
 use super::validate;
@@ -118,38 +118,36 @@ pub async fn batch_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
         report.skip("instances-batch", format!("the fixture has more nodes than a batch of {max_batch}"));
         return;
     }
-    for (question, function) in [("exist", Function::InstancesExist), ("shut-down", Function::InstancesShutDown)] {
-        report
-            .check(format!("instances-batch/{question}"), async {
-                let batch = calls
-                    .run(function, async |p| match function {
-                        Function::InstancesExist => p.instances_exist(&set).await,
-                        _ => p.instances_shut_down(&set).await,
-                    })
-                    .await
-                    .map_err(|err| format!("{question} failed: {err}"))?;
-                for (node, batched) in set.current().nodes().iter().zip(batch) {
-                    let single = match function {
-                        Function::InstancesExist => {
-                            calls.run(Function::InstanceExists, async |p| p.instance_exists(node).await).await
-                        }
-                        _ => calls.run(Function::InstanceShutdown, async |p| p.instance_shutdown(node).await).await,
-                    };
-                    if !same_answer(&batched, &single) {
-                        let name = node.metadata.name.as_deref().unwrap_or_default();
-                        return Err(format!(
-                            "the batch answers {batched:?} for node {name}, one node at a time {single:?}"
-                        ));
-                    }
+    report
+        .check("instances-batch/states", async {
+            let batch = calls
+                .run(Function::InstanceStates, async |p| p.instance_states(&set).await)
+                .await
+                .map_err(|err| format!("states failed: {err}"))?;
+            for (node, batched) in set.current().nodes().iter().zip(batch) {
+                let single = single_state(calls, node).await;
+                if !same_answer(&batched, &single) {
+                    let name = node.metadata.name.as_deref().unwrap_or_default();
+                    return Err(format!(
+                        "the batch answers {batched:?} for node {name}, one node at a time {single:?}"
+                    ));
                 }
-                Ok(())
-            })
-            .await;
-    }
+            }
+            Ok(())
+        })
+        .await;
+}
+
+/// The state of a node's instance, asked one question at a time, as
+/// upstream asks: shut down only when it exists.
+async fn single_state<C: Cloud>(calls: &super::Calls<C>, node: &Node) -> Result<InstanceState, ProviderError> {
+    let exists = calls.run(Function::InstanceExists, async |p| p.instance_exists(node).await).await?;
+    let shut_down = exists && calls.run(Function::InstanceShutdown, async |p| p.instance_shutdown(node).await).await?;
+    Ok(InstanceState { exists, shut_down })
 }
 
 /// The same answer, or errors of the same kind: messages may differ.
-fn same_answer(batched: &Result<bool, ProviderError>, single: &Result<bool, ProviderError>) -> bool {
+fn same_answer(batched: &Result<InstanceState, ProviderError>, single: &Result<InstanceState, ProviderError>) -> bool {
     match (batched, single) {
         (Ok(batched), Ok(single)) => batched == single,
         (Err(batched), Err(single)) => batched.kind() == single.kind(),

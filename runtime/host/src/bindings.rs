@@ -45,5 +45,5 @@ pub mod batch {
         },
     });
 
-    pub use exports::wasm_ccm::provider::instances_batch::{Guest, GuestIndices};
+    pub use exports::wasm_ccm::provider::instances_batch::{Guest, GuestIndices, InstanceState};
 }

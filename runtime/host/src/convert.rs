@@ -9,10 +9,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1 as core;
 
 use crate::bindings::Parts as WitParts;
+use crate::bindings::batch;
 use crate::bindings::types as wit;
 use crate::log::{MAX_TEXT, clip};
 use wasm_ccm_cloud::ProviderError;
-use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, Parts, Route, Zone};
+use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, InstanceState, Parts, Route, Zone};
 
 /// The most of one value a provider returned (an address, a name) that an
 /// error quotes.
@@ -322,13 +323,14 @@ pub(crate) fn parts(parts: WitParts) -> Parts {
 /// # Errors
 /// `InvalidResult` when the provider gave another number of answers.
 pub(crate) fn batch_answers(
-    answers: Vec<Result<bool, wit::CloudError>>,
+    answers: Vec<Result<batch::InstanceState, wit::CloudError>>,
     asked: usize,
 ) -> Result<BatchAnswers, ProviderError> {
     if answers.len() != asked {
         return Err(ProviderError::InvalidResult(format!("{} answers for a batch of {asked} nodes", answers.len())));
     }
-    Ok(answers.into_iter().map(|answer| answer.map_err(cloud_error)).collect())
+    let state = |state: batch::InstanceState| InstanceState { exists: state.exists, shut_down: state.shut_down };
+    Ok(answers.into_iter().map(|answer| answer.map(state).map_err(cloud_error)).collect())
 }
 
 pub(crate) fn cloud_error(error: wit::CloudError) -> ProviderError {
@@ -364,8 +366,10 @@ mod tests {
 
     #[test]
     fn a_batch_answers_once_per_node_asked() {
-        let answers = vec![Ok(true), Err(wit::CloudError::InstanceNotFound)];
-        assert_eq!(batch_answers(answers.clone(), 2), Ok(vec![Ok(true), Err(ProviderError::InstanceNotFound)]));
+        let answers =
+            vec![Ok(batch::InstanceState { exists: true, shut_down: true }), Err(wit::CloudError::NotImplemented)];
+        let converted = vec![Ok(InstanceState { exists: true, shut_down: true }), Err(ProviderError::NotImplemented)];
+        assert_eq!(batch_answers(answers.clone(), 2), Ok(converted));
         assert_eq!(
             batch_answers(answers, 3),
             Err(ProviderError::InvalidResult("2 answers for a batch of 3 nodes".into()))

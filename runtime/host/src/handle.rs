@@ -203,7 +203,7 @@ impl Cloud for ProviderHandle {
         self.call(Function::InstanceShutdown, operation!(wasm_ccm_provider_instances_v2.call_shutdown(node))).await
     }
 
-    async fn instances_exist(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
+    async fn instance_states(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
         if self.info().max_batch == 0 {
             return Err(ProviderError::NotImplemented);
         }
@@ -211,25 +211,10 @@ impl Cloud for ProviderHandle {
         let operation = operation(move |exports, store| {
             Box::pin(async move {
                 let lent = lend(store, nodes)?;
-                exports.batch()?.call_exist(&mut *store, lent).await
+                exports.batch()?.call_states(&mut *store, lent).await
             })
         });
-        let answers = self.call(Function::InstancesExist, operation).await?;
-        convert::batch_answers(answers, asked)
-    }
-
-    async fn instances_shut_down(&self, nodes: &NodeSet) -> Result<BatchAnswers, ProviderError> {
-        if self.info().max_batch == 0 {
-            return Err(ProviderError::NotImplemented);
-        }
-        let (asked, nodes) = (nodes.current().len(), nodes.clone());
-        let operation = operation(move |exports, store| {
-            Box::pin(async move {
-                let lent = lend(store, nodes)?;
-                exports.batch()?.call_shut_down(&mut *store, lent).await
-            })
-        });
-        let answers = self.call(Function::InstancesShutDown, operation).await?;
+        let answers = self.call(Function::InstanceStates, operation).await?;
         convert::batch_answers(answers, asked)
     }
 

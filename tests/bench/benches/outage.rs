@@ -132,7 +132,7 @@ fn metric(port: u16, prefix: &str) -> anyhow::Result<f64> {
 /// cloud, and provider calls of the lifecycle's questions.
 fn lifecycle_counts(port: u16) -> anyhow::Result<(f64, f64)> {
     let passes = metric(port, "cloud_node_lifecycle_passes_total{")?;
-    let calls = ["instances-batch.exist", "instances-batch.shut-down", "instances-v2.exists", "instances-v2.shutdown"]
+    let calls = ["instances-batch.states", "instances-v2.exists", "instances-v2.shutdown"]
         .iter()
         .map(|function| {
             metric(

@@ -114,7 +114,7 @@ async fn fake_conforms(component: &str, batching: bool) {
     ] {
         assert!(names.contains(&expected), "no check {expected} in\n{}", run.stdout);
     }
-    let batch_checks = ["instances-batch/exist", "instances-batch/shut-down"];
+    let batch_checks = ["instances-batch/states"];
     assert!(batch_checks.iter().all(|check| names.contains(check) == batching), "{}", run.stdout);
     let passed = |(name, result, _): &&(String, String, String)| {
         result == "pass" || (!batching && name == "instances-batch" && result == "skip")

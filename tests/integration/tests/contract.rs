@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
-use wasm_ccm_cloud::{Cloud, NodeSet, Parts, ProviderError, Route};
+use wasm_ccm_cloud::{Cloud, InstanceState, NodeSet, Parts, ProviderError, Route};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_host::ProviderHandle;
 use wasm_ccm_tests::{allow, guest, load, on_both_fakes, spec};
@@ -155,27 +155,30 @@ async fn lifecycle_batches_answer_as_single_questions() {
     assert_eq!(handle.info().max_batch, 500);
     let nodes = [node("node-a", None), node("node-b", None), node("node-c", None), node("nowhere", None)];
     let set = NodeSet::of(nodes.iter().cloned().chain([node("renamed", Some("fake://i-a"))]));
-    let exist = handle.instances_exist(&set).await.unwrap();
-    assert_eq!(exist, [Ok(true), Ok(true), Ok(false), Ok(false), Ok(true)], "in the set's order, by name");
-    let shut_down = handle.instances_shut_down(&set).await.unwrap();
-    assert_eq!(shut_down, [Ok(false), Ok(true), Ok(false), Err(ProviderError::InstanceNotFound), Ok(false)]);
-    for (node, batched) in nodes.iter().zip(&exist) {
-        assert_eq!(&handle.instance_exists(node).await, batched);
+    let state = |exists, shut_down| Ok(InstanceState { exists, shut_down });
+    let states = handle.instance_states(&set).await.unwrap();
+    let expected =
+        [state(true, false), state(true, true), state(false, false), state(false, false), state(true, false)];
+    assert_eq!(states, expected, "in the set's order, by name");
+    for (node, batched) in nodes.iter().zip(&states) {
+        let exists = handle.instance_exists(node).await.unwrap();
+        let shut_down = exists && handle.instance_shutdown(node).await.unwrap();
+        assert_eq!(&state(exists, shut_down), batched);
     }
 
-    let throttled = json!({"instances-batch.exist": {"error": {"kind": "other", "message": "throttled"}}});
+    let throttled = json!({"instances-batch.states": {"error": {"kind": "other", "message": "throttled"}}});
     let handle = fake("provider-fake", &cloud, throttled).await;
-    assert_eq!(handle.instances_exist(&set).await, Err(ProviderError::Cloud("throttled".into())));
+    assert_eq!(handle.instance_states(&set).await, Err(ProviderError::Cloud("throttled".into())));
     let mut config: serde_json::Value = serde_json::from_slice(&config(&cloud, json!({}))).unwrap();
     config["maxBatch"] = json!(0);
     let mut spec = spec("fake", guest("provider-fake"), config.to_string().as_bytes());
     spec.allow_list = allow(&[&cloud.url()]);
     let one_at_a_time = ProviderHandle::new(load(spec).await);
     assert_eq!(one_at_a_time.info().max_batch, 0);
-    assert_eq!(one_at_a_time.instances_exist(&set).await, Err(ProviderError::NotImplemented));
+    assert_eq!(one_at_a_time.instance_states(&set).await, Err(ProviderError::NotImplemented));
     let go = fake("provider-fake-go", &cloud, json!({})).await;
     assert_eq!(go.info().max_batch, 0, "the Go SDK builds the world without instances-batch");
-    assert_eq!(go.instances_exist(&set).await, Err(ProviderError::NotImplemented));
+    assert_eq!(go.instance_states(&set).await, Err(ProviderError::NotImplemented));
 }
 
 async fn instances_v1(component: &str) {

@@ -430,7 +430,7 @@ async fn gone_instances_are_deleted_and_stopped_ones_tainted_one_node_at_a_time(
 /// A throttled cloud: the whole pass waits, and no node is deleted on a
 /// throttled answer; the answer after the wait deletes what is gone.
 async fn a_throttled_lifecycle_changes_no_node_until_the_cloud_answers(backend: &Backend) {
-    let throttled = json!({"instances-batch.exist": {"error": {"kind": "retry", "delayMs": 2000, "message": "RequestLimitExceeded"}}});
+    let throttled = json!({"instances-batch.states": {"error": {"kind": "retry", "delayMs": 2000, "message": "RequestLimitExceeded"}}});
     let cluster = TestCluster::start(backend, lifecycle_config(json!({"faults": throttled})), fast_settings()).await;
     cluster.create_node(NewNode { ready: false, ..NewNode::ready("node-c") }).await;
     let nodes = cluster.nodes();

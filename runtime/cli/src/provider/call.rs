@@ -55,7 +55,7 @@ impl Input {
             F::GetLoadBalancer | F::GetLoadBalancerName | F::EnsureLoadBalancerDeleted => Input::Service,
             F::EnsureLoadBalancer | F::UpdateLoadBalancer => Input::ServiceAndNodes,
             F::InstanceExists | F::InstanceShutdown | F::InstanceMetadata => Input::Node,
-            F::InstancesExist | F::InstancesShutDown => Input::Nodes,
+            F::InstanceStates => Input::Nodes,
             F::NodeAddresses | F::InstanceId | F::InstanceType | F::GetZoneByNodeName => Input::NodeName,
             F::NodeAddressesByProviderId
             | F::InstanceTypeByProviderId
@@ -161,12 +161,12 @@ fn parse<T: DeserializeOwned>(input: &Option<String>, function: Function) -> any
     serde_json::from_str(&text).with_context(|| format!("invalid input for {name}"))
 }
 
-/// A batch's answers by node: `{"node": name, "answer": bool}`, or
-/// `"error"` with the node's error.
+/// A batch's answers by node: `{"node": name, "exists": bool, "shutDown":
+/// bool}`, or `{"node": name, "error": message}`.
 fn batch_answers(nodes: &NodeSet, answers: BatchAnswers) -> Value {
     let names = nodes.current().names();
     let answers = names.iter().zip(answers).map(|(node, answer)| match answer {
-        Ok(answer) => json!({"node": node, "answer": answer}),
+        Ok(state) => json!({"node": node, "exists": state.exists, "shutDown": state.shut_down}),
         Err(err) => json!({"node": node, "error": err.to_string()}),
     });
     Value::Array(answers.collect())
@@ -223,13 +223,9 @@ async fn invoke(cloud: &impl Cloud, function: Function, input: &Option<String>) 
             Value::Null
         }
         F::MaxBatch => json!(info.max_batch),
-        F::InstancesExist => {
+        F::InstanceStates => {
             let nodes = NodeSet::of(parse::<Vec<Node>>(input, function)?);
-            batch_answers(&nodes, cloud.instances_exist(&nodes).await?)
-        }
-        F::InstancesShutDown => {
-            let nodes = NodeSet::of(parse::<Vec<Node>>(input, function)?);
-            batch_answers(&nodes, cloud.instances_shut_down(&nodes).await?)
+            batch_answers(&nodes, cloud.instance_states(&nodes).await?)
         }
         F::InstanceExists => json!(cloud.instance_exists(&parse(input, function)?).await?),
         F::InstanceShutdown => json!(cloud.instance_shutdown(&parse(input, function)?).await?),

@@ -119,42 +119,30 @@ impl<C: Cloud> NodeLifecycleController<C> {
         }
         let concurrency = self.ctx.settings.concurrent_node_lifecycle_syncs;
         let asked = not_ready.len();
-        let exists = ask(&self.ctx.cloud, Question::Exists, not_ready, concurrency).await;
-        let refused = refusal(&exists);
-        let mut present = Vec::new();
+        let answers = ask(&self.ctx.cloud, not_ready, concurrency).await;
+        let refused = refusal(&answers);
         let mut gone = Vec::new();
-        for (node, answer) in exists {
+        let mut shut_down = Vec::new();
+        for (node, answer) in answers {
             match answer {
-                Ok(true) => present.push(node),
-                Ok(false) => gone.push(node),
-                Err(ProviderError::NotImplemented) => {
+                Ok(state) if !state.exists => gone.push(node),
+                Ok(state) if state.shut_down && !has_taint(&node, SHUTDOWN) => shut_down.push(node),
+                Ok(_) => {}
+                Err((Question::Exists, ProviderError::NotImplemented)) => {
                     tracing::debug!(
                         node = name(&node),
                         "the provider cannot tell whether the instance exists; skipping"
                     );
                 }
-                Err(err) => self.failed(Question::Exists, &node, err, refused.is_none()),
+                Err((question, err)) => self.failed(question, &node, err, refused.is_none()),
             }
         }
-        self.each(gone, |node| async move { self.delete(&node).await }).await;
         if let Some(retry_after) = refused {
             return Pass::Refused { retry_after, nodes: asked };
         }
-        let shutdown = ask(&self.ctx.cloud, Question::ShutDown, present, concurrency).await;
-        let refused = refusal(&shutdown);
-        let mut to_taint = Vec::new();
-        for (node, answer) in shutdown {
-            match answer {
-                Ok(true) if !has_taint(&node, SHUTDOWN) => to_taint.push(node),
-                Ok(_) => {}
-                Err(err) => self.failed(Question::ShutDown, &node, err, refused.is_none()),
-            }
-        }
-        self.each(to_taint, |node| async move { self.taint(&node).await }).await;
-        match refused {
-            Some(retry_after) => Pass::Refused { retry_after, nodes: asked },
-            None => Pass::Answered,
-        }
+        self.each(gone, |node| async move { self.delete(&node).await }).await;
+        self.each(shut_down, |node| async move { self.taint(&node).await }).await;
+        Pass::Answered
     }
 
     /// Does `work` for each node, a few at once; its errors are counted
@@ -231,12 +219,12 @@ fn name(node: &Node) -> &str {
 /// any: `None` when it answered one, or was asked about no node, or said
 /// only that it cannot tell.
 fn refusal(answers: &[Answer]) -> Option<Option<Duration>> {
-    let refused = |answer: &Result<bool, ProviderError>| matches!(answer, Err(err) if !matches!(err, ProviderError::NotImplemented | ProviderError::InstanceNotFound));
+    let refused = |answer: &Result<_, (Question, ProviderError)>| matches!(answer, Err((_, err)) if !matches!(err, ProviderError::NotImplemented | ProviderError::InstanceNotFound));
     if answers.is_empty() || !answers.iter().all(|(_, answer)| refused(answer)) {
         return None;
     }
     let retry_after = answers.iter().find_map(|(_, answer)| match answer {
-        Err(ProviderError::Retry { delay, .. }) => Some(*delay),
+        Err((_, ProviderError::Retry { delay, .. })) => Some(*delay),
         _ => None,
     });
     Some(retry_after)
@@ -354,20 +342,11 @@ mod tests {
         assert_eq!(pass(&batched).await, Pass::Answered);
         let mut calls = batched.cloud.take_calls();
         calls.sort();
-        assert_eq!(
-            calls,
-            [
-                "exist node-a,node-b",
-                "exist node-c,node-d",
-                "exist node-e",
-                "shut-down node-b,node-c",
-                "shut-down node-e"
-            ]
-        );
+        assert_eq!(calls, ["states node-a,node-b", "states node-c,node-d", "states node-e"]);
 
         let mut single = outage_env(TestCloud::default()).await;
         assert_eq!(pass(&single).await, Pass::Answered);
-        assert_eq!(single.cloud.take_calls().len(), 5 + 3, "one call per node and question");
+        assert_eq!(single.cloud.take_calls().len(), 5 + 3, "exists of each node, shutdown of those that exist");
 
         let expected =
             (vec!["node-b".to_owned(), "node-c".into(), "node-e".into(), "node-f".into()], vec!["node-b".to_owned()]);
@@ -386,19 +365,26 @@ mod tests {
     async fn a_throttled_batch_changes_no_node_and_passes_on_the_delay() {
         let mut env = outage_env(TestCloud::default().with_max_batch(500)).await;
         let throttled = ProviderError::Retry { delay: Duration::from_secs(30), message: "RequestLimitExceeded".into() };
-        env.cloud.fail(Function::InstancesExist, throttled);
+        env.cloud.fail(Function::InstanceStates, throttled);
         assert_eq!(pass(&env).await, Pass::Refused { retry_after: Some(Duration::from_secs(30)), nodes: 5 });
         assert_eq!(outcome(&env).await.0.len(), 6, "no node deleted");
         assert!(env.events().is_empty());
 
-        env.cloud.heal(Function::InstancesExist);
-        env.cloud.fail(Function::InstancesShutDown, ProviderError::Cloud("throttled".into()));
-        assert_eq!(pass(&env).await, Pass::Refused { retry_after: None, nodes: 5 });
-        assert_eq!(
-            outcome(&env).await,
-            (vec!["node-b".to_owned(), "node-c".into(), "node-e".into(), "node-f".into()], vec![]),
-            "deleted, not tainted"
-        );
+        env.cloud.heal(Function::InstanceStates);
+        assert_eq!(pass(&env).await, Pass::Answered);
+        let left = vec!["node-b".to_owned(), "node-c".into(), "node-e".into(), "node-f".into()];
+        assert_eq!(outcome(&env).await, (left, vec!["node-b".to_owned()]));
+    }
+
+    /// One node at a time, a failed shutdown question leaves its node
+    /// alone; the nodes whose instances are gone still go.
+    #[tokio::test]
+    async fn a_failed_shutdown_question_taints_nothing() {
+        let env = outage_env(TestCloud::default()).await;
+        env.cloud.fail(Function::InstanceShutdown, ProviderError::Cloud("throttled".into()));
+        assert_eq!(pass(&env).await, Pass::Answered, "the cloud answered whether they exist");
+        let left = vec!["node-b".to_owned(), "node-c".into(), "node-e".into(), "node-f".into()];
+        assert_eq!(outcome(&env).await, (left, vec![]));
     }
 
     #[tokio::test]
@@ -406,6 +392,6 @@ mod tests {
         let parts = Parts { instances: true, ..Parts::default() };
         let env = outage_env(TestCloud::default().with_parts(parts).with_max_batch(100)).await;
         pass(&env).await;
-        assert!(env.cloud.take_calls().iter().all(|call| !call.starts_with("exist ")));
+        assert!(env.cloud.take_calls().iter().all(|call| !call.starts_with("states ")));
     }
 }
