@@ -72,7 +72,7 @@ Values that cannot work together are refused here, each with what to change.
 {{- fail (printf "replicas=%d needs leaderElection.enabled: without it every replica would run the controllers" (int .Values.replicas)) -}}
 {{- end -}}
 {{- if and .Values.podDisruptionBudget.enabled (lt (int .Values.replicas) 2) -}}
-{{- fail "podDisruptionBudget.enabled needs replicas >= 2: with one replica it would block every node drain; set podDisruptionBudget.enabled=false" -}}
+{{- fail "podDisruptionBudget.enabled needs replicas >= 2: with one replica a drain takes wasm-ccm down whatever the budget says; set podDisruptionBudget.enabled=false" -}}
 {{- end -}}
 {{- if and .Values.controllerIdentities.enabled (ne .Release.Namespace "kube-system") -}}
 {{- fail (printf "controllerIdentities.enabled needs the release in kube-system, where the controllers' ServiceAccounts are made, not %s" .Release.Namespace) -}}
