@@ -20,6 +20,14 @@ pub struct CompletionsArgs {
 fn script(shell: Shell) -> Vec<u8> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Args::command(), "wasm-ccm", &mut script);
+    if matches!(shell, Shell::Bash) {
+        // clap_complete 4.6 names the subcommands' branches with the binary's
+        // hyphen spelt `__subcmd__` (`wasm__subcmd__ccm__subcmd__run`) but
+        // looks them up with it spelt `__` (`wasm__ccm__subcmd__run`): no
+        // subcommand would complete.
+        let text = String::from_utf8(script).expect("the script is UTF-8");
+        script = text.replace("wasm__subcmd__ccm", "wasm__ccm").into_bytes();
+    }
     script
 }
 
@@ -43,6 +51,11 @@ mod tests {
             for word in ["provider", "conformance", "completions", "provider-allow", "leader-elect", "log-format"] {
                 assert!(script.contains(word), "{shell}'s script lacks {word}");
             }
+        }
+        let bash = String::from_utf8(script(Shell::Bash)).unwrap();
+        for branch in ["wasm__ccm__subcmd__run)", "wasm__ccm__subcmd__provider__subcmd__push)"] {
+            assert!(bash.contains(&format!("cmd=\"{}\"", branch.trim_end_matches(')'))), "bash looks up {branch}");
+            assert!(bash.contains(&format!("\n        {branch}\n")), "bash has the branch {branch}");
         }
     }
 }
