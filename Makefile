@@ -1,7 +1,7 @@
 # wasm-ccm's entry points; README.md explains them.
 CARGO ?= cargo
 
-.PHONY: local demo test guests lint go-checks test-servers control-plane bench
+.PHONY: local demo test guests lint go-checks monitoring-checks test-servers control-plane bench
 
 # The real control plane the end-to-end tests and benchmarks run against: kube-apiserver, etcd
 # and upstream's cloud-controller-manager of the newest Kubernetes release, and of the oldest
@@ -16,6 +16,10 @@ export KUBEBUILDER_ASSETS ?= $(NEWEST_ASSETS)
 # The controllers' end-to-end tests, run again on the skew release: every API the controllers
 # use (nodes, Services and their status, events, leases).
 SKEW_TESTS := controllers::real_apiserver replicas::real_apiserver
+# helm and the Prometheus Operator's CRDs for the chart's tests, as tests/setup.sh installs them.
+TOOLS := tests/tools/install-helm-promtool.sh
+export HELM ?= $(shell $(TOOLS) --print HELM)
+export PROMETHEUS_OPERATOR_CRDS ?= $(shell $(TOOLS) --print PROMETHEUS_OPERATOR_CRDS)
 
 ## Build the fake provider, then run wasm-ccm on an embedded local cluster with it.
 local:
@@ -30,7 +34,7 @@ demo:
 		--provider target/wasm/provider_fake.wasm --cloud-config providers/fake/examples/demo.json
 
 ## Set up and run the whole test suite, with the format and lint checks.
-test: guests test-servers control-plane lint go-checks
+test: guests test-servers control-plane lint go-checks monitoring-checks
 	$(CARGO) build --locked --workspace --bins --benches
 	$(CARGO) test --locked --workspace
 	$(CARGO) test --locked --workspace --test integration -- --ignored --test-threads=1
@@ -46,7 +50,8 @@ bench: guests test-servers control-plane
 	$(CARGO) build --locked --release -p wasm-ccm
 	$(CARGO) bench --locked -p wasm-ccm-bench
 
-## Install the servers tests run against (an AWS API emulator, an OCI registry).
+## Install the servers tests run against (an AWS API emulator, an OCI registry) and the tools
+## they run (helm, promtool).
 test-servers:
 	tests/setup.sh
 
@@ -57,6 +62,11 @@ control-plane:
 ## Check the Go SDK and Go providers: gofmt, go vet, their native tests.
 go-checks: guests
 	guest-sdk-go/check.sh
+
+## Check the alerting rules with promtool: their syntax, and their unit tests.
+monitoring-checks: test-servers
+	promtool check rules deploy/monitoring/rules.yaml
+	promtool test rules deploy/monitoring/rules_test.yaml
 
 lint:
 	$(CARGO) fmt --all --check

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party servers the integration tests start on loopback:
 # moto_server, an AWS API emulator, from PyPI; docker-registry, an OCI
-# distribution registry (CNCF Distribution), from Debian. The control plane
-# is tests/envtest/control-plane/build.sh's.
+# distribution registry (CNCF Distribution), from Debian; and the tools the
+# deploy/ tests run. The control plane is tests/envtest/control-plane/build.sh's.
 set -euo pipefail
 
 if ! command -v moto_server >/dev/null 2>&1; then
@@ -18,3 +18,7 @@ if [ ${#packages[@]} -gt 0 ]; then
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
+
+# helm, the Prometheus Operator's CRDs and promtool, for the chart and
+# monitoring tests.
+"$(dirname "${BASH_SOURCE[0]}")/tools/install-helm-promtool.sh"

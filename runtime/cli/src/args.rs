@@ -2,9 +2,11 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::completions::CompletionsArgs;
 #[cfg(feature = "local")]
 use crate::local::LocalArgs;
 use crate::logging::LogArgs;
+use crate::man::ManArgs;
 use crate::provider::call::CallArgs;
 use crate::provider::conformance::ConformanceArgs;
 use crate::provider::inspect::InspectArgs;
@@ -39,6 +41,12 @@ pub enum Command {
     /// Work with provider components.
     #[command(subcommand)]
     Provider(Box<ProviderCommand>),
+    /// Print the completion script of a shell, such as
+    /// `source <(wasm-ccm completions bash)`.
+    Completions(CompletionsArgs),
+    /// Print wasm-ccm's man page, or write one page per command into a
+    /// directory.
+    Man(ManArgs),
     /// Compile one provider for a parent `wasm-ccm`, from standard input to
     /// standard output, under the limits it sets (not for people).
     #[command(name = "compile-worker", hide = true)]
@@ -157,6 +165,24 @@ mod tests {
         endpoints[11] = "--leader-elect-resource-lock=endpoints";
         let err = Args::try_parse_from(endpoints).unwrap_err().to_string();
         assert!(err.contains("coordination.k8s.io Lease"), "{err}");
+    }
+
+    #[test]
+    fn the_log_format_is_taken_as_upstream_spells_it() {
+        use crate::logging::LogFormat;
+        let cases: [(&[&str], LogFormat); 5] = [
+            (&["wasm-ccm", "run", "--provider=p.wasm", "--logging-format=json"], LogFormat::Json),
+            (&["wasm-ccm", "--logging-format", "text", "run", "--provider=p.wasm"], LogFormat::Text),
+            (&["wasm-ccm", "run", "--provider=p.wasm", "--log-format=json"], LogFormat::Json),
+            (&["wasm-ccm", "provider", "verify", "p.wasm", "--logging-format=json"], LogFormat::Json),
+            (&["wasm-ccm", "run", "--provider=p.wasm"], LogFormat::Text),
+        ];
+        for (args, expected) in cases {
+            let parsed = Args::try_parse_from(args).unwrap_or_else(|err| panic!("{args:?}: {err}"));
+            assert_eq!(parsed.logging.log_format, expected, "{args:?}");
+        }
+        let err = Args::try_parse_from(["wasm-ccm", "run", "--provider=p.wasm", "--logging-format=klog"]).unwrap_err();
+        assert!(err.to_string().contains("[possible values: text, json]"), "{err}");
     }
 
     /// The flags of upstream's cloud-controller-manager at the newest

@@ -3,11 +3,13 @@
 
 mod args;
 mod compile_worker;
+mod completions;
 #[cfg(test)]
 mod flags_reference;
 #[cfg(feature = "local")]
 mod local;
 mod logging;
+mod man;
 mod options;
 mod provider;
 mod run;
@@ -44,6 +46,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ProviderCommand::New(args) => provider::new::new(args),
                 ProviderCommand::Status(args) => provider::status::status(args).await,
             },
+            Command::Completions(args) => completions::completions(&args),
+            Command::Man(args) => man::man(&args),
             Command::CompileWorker => anyhow::bail!("{}", compile_worker::RUN_BY_MAIN),
         }
     })

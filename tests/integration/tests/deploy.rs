@@ -38,7 +38,7 @@ const MAX_CONFIGMAP_BYTES: usize = 1024 * 1024;
 /// How long the run waits for the controllers before it fails.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -52,7 +52,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Every document of a YAML stream, as JSON values.
-fn yaml_documents(text: &str) -> Vec<Value> {
+pub(crate) fn yaml_documents(text: &str) -> Vec<Value> {
     serde_norway::Deserializer::from_str(text)
         .map(|document| Value::deserialize(document).expect("a YAML document"))
         .filter(|document| !document.is_null())
@@ -60,11 +60,11 @@ fn yaml_documents(text: &str) -> Vec<Value> {
 }
 
 /// What `kubectl kustomize` makes of a copy of `deploy/`.
-struct Manifests {
+pub(crate) struct Manifests {
     /// The copy, with the provider in `deploy/provider/`.
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     /// The objects, in kustomize's order, base64 values unwrapped.
-    objects: Vec<Value>,
+    pub(crate) objects: Vec<Value>,
 }
 
 impl Manifests {
@@ -77,7 +77,7 @@ impl Manifests {
 
     /// Builds `deploy/` as [`Manifests::build`], through an overlay that
     /// adds the `components` of `deploy/components/`.
-    fn build_with(wasm: &[u8], cloud_config: Option<&str>, components: &[&str]) -> Self {
+    pub(crate) fn build_with(wasm: &[u8], cloud_config: Option<&str>, components: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let deploy = dir.path().join("deploy");
         copy_dir(&repository().join("deploy"), &deploy);
@@ -103,7 +103,7 @@ impl Manifests {
     }
 
     /// The file holding every built object.
-    fn built(&self) -> PathBuf {
+    pub(crate) fn built(&self) -> PathBuf {
         self.dir.path().join("built.yaml")
     }
 
@@ -154,7 +154,7 @@ fn container(deployment: &Deployment) -> Container {
 
 /// `object` as the API server decodes it: base64 values may be wrapped over
 /// lines (kustomize wraps them), which the server's decoder skips.
-fn as_decoded(object: &Value) -> Value {
+pub(crate) fn as_decoded(object: &Value) -> Value {
     let mut object = object.clone();
     let field = match object["kind"].as_str() {
         Some("ConfigMap") => "binaryData",
@@ -177,7 +177,7 @@ fn again<T: DeserializeOwned + Serialize>(object: &Value) -> Result<Value, Strin
 }
 
 /// Where `original` and `back` differ, by path.
-fn differences(path: &str, original: &Value, back: &Value, found: &mut Vec<String>) {
+pub(crate) fn differences(path: &str, original: &Value, back: &Value, found: &mut Vec<String>) {
     match (original, back) {
         (Value::Object(original), Value::Object(back)) => {
             for (key, value) in original {

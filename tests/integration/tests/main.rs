@@ -9,6 +9,7 @@ mod admin_auth;
 mod api_server_outage;
 mod aws_controllers;
 mod aws_provider;
+mod chart;
 mod compile_cache;
 mod conformance;
 mod contract;
@@ -16,6 +17,7 @@ mod controllers;
 mod deploy;
 mod loading;
 mod local_cluster;
+mod monitoring;
 mod oci;
 mod provider_cli;
 mod provider_new;
@@ -25,6 +27,7 @@ mod registry_answers;
 mod reload;
 mod replicas;
 mod sandbox;
+mod shell;
 mod upstream;
 
 /// The `wasm-ccm` binary Cargo built for this run of the tests.

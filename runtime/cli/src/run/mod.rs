@@ -5,6 +5,7 @@
 pub(crate) mod admin;
 mod component_loader;
 mod delegation;
+mod process;
 pub(crate) mod providers_view;
 pub(crate) mod signals;
 
@@ -437,6 +438,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     engine.metrics().register(&mut registry);
     let reloads = ReloadMetrics::default();
     reloads.register(&mut registry);
+    process::register(&mut registry);
     let providers = StatusBoard::default();
     let view = ProvidersView::new(providers.clone());
     let health = Health::default();
