@@ -631,8 +631,8 @@ on_both_api_servers!(
 );
 
 /// The Go fake, the same provider written with the Go SDK, serves the
-/// controllers as the Rust one does: nodes and a load balancer's whole life
-/// on the harness here; `WASM_CCM_TEST_FAKE=provider-fake-go` runs every
+/// controllers as the Rust one does: nodes, a load balancer's whole life and
+/// the node lifecycle on the harness here; `WASM_CCM_TEST_FAKE=provider-fake-go` runs every
 /// test of this file with it.
 mod go_fake {
     use wasm_ccm_tests::backend::Backend;
@@ -646,5 +646,12 @@ mod go_fake {
     #[tokio::test]
     async fn load_balancer_lifecycle() {
         FAKE_COMPONENT.scope("provider-fake-go", super::load_balancer_lifecycle(&Backend::Harness)).await;
+    }
+
+    /// Without `instances-batch`, asked one node at a time.
+    #[tokio::test]
+    async fn gone_instances_are_deleted_and_stopped_ones_tainted() {
+        let scenario = super::gone_instances_are_deleted_and_stopped_ones_tainted(&Backend::Harness);
+        FAKE_COMPONENT.scope("provider-fake-go", scenario).await;
     }
 }
