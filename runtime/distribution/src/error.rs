@@ -160,6 +160,25 @@ pub enum DistributionError {
         /// The digest being verified.
         digest: String,
     },
+    /// A sigstore bundle is refused: not a bundle, for other bytes, or with
+    /// a transparency log entry that does not check out.
+    #[error("sigstore bundle refused: {source}")]
+    Bundle {
+        /// Why.
+        #[source]
+        source: crate::BundleError,
+    },
+    /// A referrer listed for a manifest names another manifest as its
+    /// subject.
+    #[error("the referrer {referrer} is of {subject}, not of {digest}")]
+    ReferrerOtherSubject {
+        /// The referrer's manifest digest.
+        referrer: String,
+        /// The subject it names.
+        subject: String,
+        /// The manifest being verified.
+        digest: String,
+    },
     /// A signature is not base64, or its payload is not a cosign payload.
     #[error("malformed signature: {0}")]
     MalformedSignature(String),
