@@ -20,6 +20,8 @@ pub const LAYER_TITLE: &str = "provider.wasm";
 /// Kubewarden, and WebAssembly images for containerd shims.
 pub const LEGACY_LAYER_MEDIA_TYPES: [&str; 2] =
     ["application/vnd.wasm.content.layer.v1+wasm", "application/vnd.module.wasm.content.layer.v1+wasm"];
+/// The empty config of an OCI 1.1 artifact that states its type instead.
+const EMPTY_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 /// Config media types accepted beside an older layer media type.
 const LEGACY_CONFIG_MEDIA_TYPES: [&str; 5] = [
     WASM_CONFIG_MEDIA_TYPE,
@@ -95,7 +97,8 @@ pub(crate) struct Manifest {
 ///
 /// Accepted: an image manifest (OCI, or Docker schema 2) with exactly one
 /// layer, either `application/wasm` with the config
-/// `application/vnd.wasm.config.v0+json`, or one of
+/// `application/vnd.wasm.config.v0+json` (or the empty config and that
+/// artifact type, as `oras push --artifact-type` writes), or one of
 /// [`LEGACY_LAYER_MEDIA_TYPES`] with a WebAssembly, image, ORAS or empty
 /// config. Everything else is refused, naming what was found.
 pub(crate) fn provider_layer(
@@ -127,8 +130,12 @@ pub(crate) fn provider_layer(
             describe_media_types(&layers)
         ))
     })?;
+    // An OCI 1.1 artifact may state its type beside an empty config, as
+    // `oras push --artifact-type` writes it.
+    let typed_artifact = config.media_type == EMPTY_CONFIG_MEDIA_TYPE
+        && manifest.artifact_type.as_deref() == Some(WASM_CONFIG_MEDIA_TYPE);
     if layer.media_type == WASM_LAYER_MEDIA_TYPE {
-        if config.media_type != WASM_CONFIG_MEDIA_TYPE {
+        if config.media_type != WASM_CONFIG_MEDIA_TYPE && !typed_artifact {
             return Err(refuse(format!(
                 "config media type {} is not {WASM_CONFIG_MEDIA_TYPE}, which an {WASM_LAYER_MEDIA_TYPE} layer comes with",
                 config.media_type

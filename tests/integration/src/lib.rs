@@ -12,6 +12,7 @@ pub mod own_process;
 pub mod process;
 pub mod registry;
 pub mod replicas;
+pub mod tools;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

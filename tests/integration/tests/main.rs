@@ -13,6 +13,7 @@ mod compile_cache;
 mod conformance;
 mod contract;
 mod controllers;
+mod cosign;
 mod deploy;
 mod loading;
 mod local_cluster;
