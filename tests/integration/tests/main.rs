@@ -18,6 +18,7 @@ mod deploy;
 mod loading;
 mod local_cluster;
 mod oci;
+mod oci_clients;
 mod provider_cli;
 mod provider_new;
 mod providers;

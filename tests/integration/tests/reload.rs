@@ -32,7 +32,7 @@ use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
 use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::registry::Registry;
-use wasm_ccm_tests::tools::CosignKeys;
+use wasm_ccm_tests::tools::{CosignKeys, Tool};
 use wasm_ccm_tests::{free_port, guest, publish};
 
 /// How often the binary polls its source in these tests.
@@ -971,5 +971,55 @@ async fn cosign_v3_referrers_are_verified_and_one_of_another_manifest_leaves_the
     assert!(provider["lastRejection"]["reason"].as_str().unwrap().contains("signature does not verify"));
     assert_eq!(provider["digest"], sha256_digest(&v2), "v2 keeps serving");
     assert!(setup.fresh_ingress("after-impostor").await.starts_with("192.0.3."));
+    no_failed_calls(&setup).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn components_oras_and_wkg_push_are_served_with_their_cosign_v3_signature() {
+    let setup = Setup::start().await;
+    let registry = Registry::plain().unwrap();
+    let keys = CosignKeys::generate().expect("cosign generate-key-pair");
+    let work = setup.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let (host, options) = (registry.host(), registry.options());
+    let stable = format!("{host}/providers/fake:stable");
+    let sign_stable = || async {
+        let digest = resolve(&registry.reference("providers/fake:stable"), &options).await.unwrap();
+        keys.sign_image(&format!("{host}/providers/fake@{digest}"), false).expect("cosign sign");
+    };
+
+    // v1 by oras, as the CNCF WebAssembly format's guide pushes.
+    let v1 = guest("provider-fake");
+    std::fs::write(work.join("v1.wasm"), &v1).unwrap();
+    std::fs::write(work.join("config.json"), r#"{"architecture":"wasm","os":"wasip2"}"#).unwrap();
+    Tool::Oras
+        .run(
+            &work,
+            &[
+                "push",
+                "--plain-http",
+                &stable,
+                "--config",
+                "config.json:application/vnd.wasm.config.v0+json",
+                "v1.wasm:application/wasm",
+            ],
+            &[],
+        )
+        .expect("oras push");
+    sign_stable().await;
+    let public_key = keys.public_key().display().to_string();
+    let reference = format!("oci://{stable}");
+    let _process = setup.run(&reference, &["--registry-plain-http", "--provider-public-key", &public_key]).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+    assert!(setup.fresh_ingress("by-oras").await.starts_with("192.0.2."));
+
+    // v2 by wkg: served once signed.
+    let v2 = fake_with_pool("192.0.3.0/24");
+    std::fs::write(work.join("v2.wasm"), &v2).unwrap();
+    Tool::Wkg.run(&work, &["oci", "push", "--insecure", &host, &stable, "v2.wasm"], &[]).expect("wkg oci push");
+    sign_stable().await;
+    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(&v2)).await;
+    assert!(setup.fresh_ingress("by-wkg").await.starts_with("192.0.3."));
+    assert_eq!(setup.reloads("rejected").await, 0.0, "nothing was refused on the way");
     no_failed_calls(&setup).await;
 }
