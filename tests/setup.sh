@@ -2,7 +2,8 @@
 # Installs the third-party servers the integration tests start on loopback:
 # moto_server, an AWS API emulator, from PyPI; docker-registry, an OCI
 # distribution registry (CNCF Distribution), from Debian. The control plane
-# is tests/envtest/control-plane/build.sh's.
+# is tests/envtest/control-plane/build.sh's. Then the clients the
+# interoperability tests run (below).
 set -euo pipefail
 
 if ! command -v moto_server >/dev/null 2>&1; then
@@ -18,3 +19,9 @@ if [ ${#packages[@]} -gt 0 ]; then
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
+
+# --- Signing and OCI clients: cosign v3, oras and wkg ---------------------------------------
+# Each at the version tests/tools/install-signing-tools.sh pins, built once into
+# ~/.cache/wasm-ccm/tools/<name>-<version>/ (cosign and oras from the Go module proxy, wkg
+# with cargo install); the script prints their versions.
+"$(dirname "${BASH_SOURCE[0]}")/tools/install-signing-tools.sh"
