@@ -14,6 +14,7 @@
 //! must name the manifest being verified as its subject.
 
 use http::Method;
+use oci_client::errors::OciDistributionError;
 use serde::Deserialize;
 
 use crate::artifact::{Descriptor, Manifest};
@@ -89,7 +90,9 @@ pub(crate) async fn bundles(
 }
 
 /// The referrers index from the registry's referrers API, or `None` when
-/// it has no such API (it answers 404).
+/// it has no such API: it answers 404, as the specification asks, or
+/// another error status (some registries answer 400 or 405). A registry
+/// that cannot be reached, or refuses the credentials, is an error.
 async fn from_api(
     session: &Session,
     reference: &Reference,
@@ -100,6 +103,11 @@ async fn from_api(
     let response = match session.send(Method::GET, url, INDEX, action, reference).await {
         Ok(response) => response,
         Err(DistributionError::NotFound { .. }) => return Ok(None),
+        Err(DistributionError::Registry { source, .. })
+            if !matches!(*source, OciDistributionError::RequestError(_)) =>
+        {
+            return Ok(None);
+        }
         Err(err) => return Err(err),
     };
     let bytes = bounded::read(response, MAX_MANIFEST, "the referrers index")
