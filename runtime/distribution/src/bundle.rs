@@ -300,7 +300,7 @@ pub(crate) fn verify(
     key: &PublicKey,
     log: &TransparencyLog,
 ) -> Result<(), DistributionError> {
-    let bundle: Bundle = serde_json::from_slice(raw).map_err(|err| BundleError::NotABundle(err))?;
+    let bundle: Bundle = serde_json::from_slice(raw).map_err(BundleError::NotABundle)?;
     if !bundle.media_type.starts_with(BUNDLE_MEDIA_TYPE_PREFIX) {
         return Err(BundleError::MediaType(bundle.media_type).into());
     }
@@ -500,7 +500,7 @@ pub(crate) fn message_bundle(bytes: &[u8], key: &crate::SigningKey) -> Result<Ve
 
 impl From<BundleError> for DistributionError {
     fn from(source: BundleError) -> Self {
-        DistributionError::Bundle { source }
+        DistributionError::Bundle { source: Box::new(source) }
     }
 }
 

@@ -166,19 +166,12 @@ pub enum DistributionError {
     Bundle {
         /// Why.
         #[source]
-        source: crate::BundleError,
+        source: Box<crate::BundleError>,
     },
     /// A referrer listed for a manifest names another manifest as its
     /// subject.
-    #[error("the referrer {referrer} is of {subject}, not of {digest}")]
-    ReferrerOtherSubject {
-        /// The referrer's manifest digest.
-        referrer: String,
-        /// The subject it names.
-        subject: String,
-        /// The manifest being verified.
-        digest: String,
-    },
+    #[error("the referrer {} is of {}, not of {}", .0.referrer, .0.subject, .0.digest)]
+    ReferrerOtherSubject(Box<crate::ForeignReferrer>),
     /// A signature is not base64, or its payload is not a cosign payload.
     #[error("malformed signature: {0}")]
     MalformedSignature(String),

@@ -80,6 +80,6 @@ pub use options::{DEFAULT_MAX_SIZE, DEFAULT_TIMEOUT, RegistryOptions};
 pub use pull::{Pulled, pull, resolve};
 pub use push::{push, push_version};
 pub use reference::{DEFAULT_TAG, Reference};
-pub use referrers::referrers_tag;
+pub use referrers::{ForeignReferrer, referrers_tag};
 pub use verify::{Verification, sign_bundle, sign_bytes, verify_bytes};
 pub use version::{VERSION_ANNOTATION, check_minimum_version};

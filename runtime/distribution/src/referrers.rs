@@ -39,6 +39,18 @@ pub fn referrers_tag(digest: &str) -> String {
     digest.replace(':', "-")
 }
 
+/// A referrer listed for a manifest that names another manifest as its
+/// subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignReferrer {
+    /// The referrer's manifest digest.
+    pub referrer: String,
+    /// The subject it names.
+    pub subject: String,
+    /// The manifest being verified.
+    pub digest: String,
+}
+
 /// An image index, as the referrers API and the fallback tag answer.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -149,11 +161,11 @@ pub(crate) async fn fetch_bundle(
     };
     let subject = manifest.subject.as_ref().map(|subject| subject.digest.as_str());
     if subject != Some(digest) {
-        return Ok(Err(DistributionError::ReferrerOtherSubject {
+        return Ok(Err(DistributionError::ReferrerOtherSubject(Box::new(ForeignReferrer {
             referrer,
             subject: subject.unwrap_or("no manifest").to_owned(),
             digest: digest.to_owned(),
-        }));
+        }))));
     }
     let Some(layer) = manifest.layers.iter().find(|layer| layer.media_type.starts_with(BUNDLE_PREFIX)) else {
         return Ok(Err(DistributionError::MalformedSignature(format!(
