@@ -1023,3 +1023,37 @@ async fn components_oras_and_wkg_push_are_served_with_their_cosign_v3_signature(
     assert_eq!(setup.reloads("rejected").await, 0.0, "nothing was refused on the way");
     no_failed_calls(&setup).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_map_s_cosign_v3_bundle_key_is_verified_and_a_bundle_of_other_bytes_refused() {
+    let setup = Setup::start().await;
+    let keys = CosignKeys::generate().expect("cosign generate-key-pair");
+    let work = setup.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(setup.client(), "kube-system");
+    let data = |wasm: &[u8], bundle: Vec<u8>| -> Value {
+        json!({
+            "metadata": {"name": "wasm-ccm-provider", "namespace": "kube-system"},
+            "binaryData": {
+                "fake.wasm": ByteString(wasm.to_vec()),
+                "fake.wasm.sigstore.json": ByteString(bundle),
+            },
+        })
+    };
+    let v1 = guest("provider-fake");
+    let created: ConfigMap = serde_json::from_value(data(&v1, cosign_bundle(&keys, &work, &v1))).unwrap();
+    config_maps.create(&PostParams::default(), &created).await.unwrap();
+    let public_key = keys.public_key().display().to_string();
+    let _process =
+        setup.run("configmap:kube-system/wasm-ccm-provider/fake.wasm", &["--provider-public-key", &public_key]).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+
+    let v2 = fake_with_pool("192.0.3.0/24");
+    let patch = data(&v2, cosign_bundle(&keys, &work, &v1));
+    config_maps.patch("wasm-ccm-provider", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let provider = rejected(&setup, "verify", 0.0).await;
+    let reason = provider["lastRejection"]["reason"].as_str().unwrap();
+    assert!(reason.contains(&format!("it is for {}, not {}", sha256_digest(&v1), sha256_digest(&v2))), "{reason}");
+    assert_eq!(provider["digest"], sha256_digest(&v1), "v1 keeps serving");
+    assert!(setup.fresh_ingress("after").await.starts_with("192.0.2."));
+}
