@@ -11,10 +11,17 @@ use crate::{DistributionError, Reference, VERSION_ANNOTATION, digest};
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The layer media type of the CNCF WebAssembly OCI artifact format.
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The annotation naming a layer's file, which `oras pull` writes it to.
+pub const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
+/// The title of the layer [`push`](crate::push) writes: the same for every
+/// push, so that the same bytes always give the same manifest digest.
+pub const LAYER_TITLE: &str = "provider.wasm";
 /// Older layer media types still found in registries: `wasm-to-oci` and
 /// Kubewarden, and WebAssembly images for containerd shims.
 pub const LEGACY_LAYER_MEDIA_TYPES: [&str; 2] =
     ["application/vnd.wasm.content.layer.v1+wasm", "application/vnd.module.wasm.content.layer.v1+wasm"];
+/// The empty config of an OCI 1.1 artifact that states its type instead.
+const EMPTY_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 /// Config media types accepted beside an older layer media type.
 const LEGACY_CONFIG_MEDIA_TYPES: [&str; 5] = [
     WASM_CONFIG_MEDIA_TYPE,
@@ -41,6 +48,9 @@ pub(crate) struct Descriptor {
     pub media_type: String,
     pub digest: String,
     pub size: u64,
+    /// The artifact type of a referrer, in a referrers index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<std::collections::BTreeMap<String, String>>,
 }
@@ -51,6 +61,7 @@ impl Descriptor {
             media_type: media_type.to_owned(),
             digest: digest::sha256_digest(bytes),
             size: bytes.len() as u64,
+            artifact_type: None,
             annotations: None,
         }
     }
@@ -71,6 +82,12 @@ pub(crate) struct Manifest {
     /// Only indexes have it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifests: Option<Vec<serde_json::Value>>,
+    /// The artifact type of an OCI 1.1 artifact, such as a referrer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
+    /// The manifest a referrer refers to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Descriptor>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<std::collections::BTreeMap<String, String>>,
 }
@@ -80,7 +97,8 @@ pub(crate) struct Manifest {
 ///
 /// Accepted: an image manifest (OCI, or Docker schema 2) with exactly one
 /// layer, either `application/wasm` with the config
-/// `application/vnd.wasm.config.v0+json`, or one of
+/// `application/vnd.wasm.config.v0+json` (or the empty config and that
+/// artifact type, as `oras push --artifact-type` writes), or one of
 /// [`LEGACY_LAYER_MEDIA_TYPES`] with a WebAssembly, image, ORAS or empty
 /// config. Everything else is refused, naming what was found.
 pub(crate) fn provider_layer(
@@ -112,8 +130,12 @@ pub(crate) fn provider_layer(
             describe_media_types(&layers)
         ))
     })?;
+    // An OCI 1.1 artifact may state its type beside an empty config, as
+    // `oras push --artifact-type` writes it.
+    let typed_artifact = config.media_type == EMPTY_CONFIG_MEDIA_TYPE
+        && manifest.artifact_type.as_deref() == Some(WASM_CONFIG_MEDIA_TYPE);
     if layer.media_type == WASM_LAYER_MEDIA_TYPE {
-        if config.media_type != WASM_CONFIG_MEDIA_TYPE {
+        if config.media_type != WASM_CONFIG_MEDIA_TYPE && !typed_artifact {
             return Err(refuse(format!(
                 "config media type {} is not {WASM_CONFIG_MEDIA_TYPE}, which an {WASM_LAYER_MEDIA_TYPE} layer comes with",
                 config.media_type
@@ -183,7 +205,8 @@ pub(crate) fn provider_manifest(
     component: Option<ComponentConfig>,
     version: Option<&semver::Version>,
 ) -> (Vec<u8>, Vec<u8>) {
-    let layer = Descriptor::of(WASM_LAYER_MEDIA_TYPE, wasm);
+    let mut layer = Descriptor::of(WASM_LAYER_MEDIA_TYPE, wasm);
+    layer.annotations = Some([(TITLE_ANNOTATION.to_owned(), LAYER_TITLE.to_owned())].into());
     let config = WasmConfig {
         created: "1970-01-01T00:00:00Z".to_owned(),
         architecture: "wasm".to_owned(),
@@ -198,6 +221,8 @@ pub(crate) fn provider_manifest(
         config: Some(Descriptor::of(WASM_CONFIG_MEDIA_TYPE, &config)),
         layers: vec![layer],
         manifests: None,
+        artifact_type: None,
+        subject: None,
         annotations: version.map(|version| [(VERSION_ANNOTATION.to_owned(), version.to_string())].into()),
     };
     let manifest = serde_json::to_vec(&manifest).expect("a manifest serialises");
@@ -300,7 +325,11 @@ mod tests {
         let component = ComponentConfig { imports: vec!["a:b/c@1.0.0".into()], exports: vec!["d:e/f".into()] };
         let (config, raw) = provider_manifest(b"\0asm", Some(component), None);
         let layer = provider_layer(&reference(), &raw, 4).unwrap();
-        assert_eq!(layer, Descriptor::of(WASM_LAYER_MEDIA_TYPE, b"\0asm"));
+        let titled = Descriptor {
+            annotations: Some([(TITLE_ANNOTATION.to_owned(), LAYER_TITLE.to_owned())].into()),
+            ..Descriptor::of(WASM_LAYER_MEDIA_TYPE, b"\0asm")
+        };
+        assert_eq!(layer, titled, "the layer carries its title, for oras pull");
         let config: serde_json::Value = serde_json::from_slice(&config).unwrap();
         assert_eq!(
             config,

@@ -1,11 +1,12 @@
 //! Cosign signatures of providers in a registry.
 //!
-//! A signature of the manifest `sha256:<hex>` lives in the same repository
-//! under the tag `sha256-<hex>.sig`: an image manifest whose layers are
-//! "simple signing" payloads naming the signed digest, each with its
-//! base64 signature in the `dev.cosignproject.cosign/signature` annotation.
-//! This is the layout `cosign sign --key` writes when it does not upload to
-//! a transparency log; the signature is over the payload's bytes.
+//! cosign v3's `sign` stores a sigstore bundle as an OCI 1.1 referrer of
+//! the manifest (see [`referrers`](crate::referrers)). Earlier cosigns,
+//! and [`sign`] here, store a signature of the manifest `sha256:<hex>` in
+//! the same repository under the tag `sha256-<hex>.sig`: an image manifest
+//! whose layers are "simple signing" payloads naming the signed digest,
+//! each with its base64 signature in the `dev.cosignproject.cosign/signature`
+//! annotation; the signature is over the payload's bytes. Both are read.
 
 use std::collections::BTreeMap;
 
@@ -15,10 +16,11 @@ use serde::{Deserialize, Serialize};
 use tracing::debug;
 
 use crate::artifact::{DOCKER_MANIFEST, Descriptor, Manifest, OCI_MANIFEST};
+use crate::bundle::{self, Subject, TransparencyLog};
 use crate::keys::decode_signature;
 use crate::session::Session;
 use crate::transfer::{PinnedManifest, fetch_blob, pull_manifest, pull_pinned_manifest, push_manifest, upload};
-use crate::{DistributionError, PublicKey, Reference, RegistryOptions, SigningKey, artifact};
+use crate::{DistributionError, PublicKey, Reference, RegistryOptions, SigningKey, artifact, referrers};
 
 /// The media type of a signature payload layer.
 pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -67,19 +69,88 @@ struct Image {
 }
 
 /// Verifies that a signature stored beside `reference` (pinned) signs
-/// `manifest_digest` with `key`.
+/// `manifest_digest`, whose bytes are `manifest`, with `key`: a sigstore
+/// bundle among the manifest's OCI 1.1 referrers (what cosign v3's `sign`
+/// stores; the referrers API, or the tag `sha256-<hex>` where the registry
+/// has none), or a signature under the tag `sha256-<hex>.sig` (what earlier
+/// cosigns store). One that verifies is enough.
 ///
 /// Signatures are bound to the manifest digest, not to the repository's
 /// name: a provider copied to another registry keeps its signature.
+///
+/// # Errors
+/// [`DistributionError::MissingSignature`] when there is no signature in
+/// either form; otherwise, when none verifies, the most telling refusal:
+/// one that says what a signature with the right key signs rather than
+/// that a signature does not verify.
 pub(crate) async fn verify(
     session: &Session,
     reference: &Reference,
     manifest_digest: &str,
+    manifest: &[u8],
     key: &PublicKey,
+    log: &TransparencyLog,
 ) -> Result<(), DistributionError> {
+    let mut refusal = Refusal::default();
+    match referrers::bundles(session, reference, manifest_digest).await? {
+        Ok(listed) => {
+            for descriptor in listed {
+                let verified = referrers::fetch_bundle(session, reference, manifest_digest, &descriptor)
+                    .await?
+                    .and_then(|bundle| bundle::verify(&bundle, Subject::new(manifest, manifest_digest), key, log));
+                match verified {
+                    Ok(()) => {
+                        debug!(%reference, referrer = %descriptor.digest, "sigstore bundle verified");
+                        return Ok(());
+                    }
+                    Err(err) => refusal.note(err),
+                }
+            }
+        }
+        Err(err) => refusal.note(err),
+    }
+    match verify_legacy(session, reference, manifest_digest, key).await? {
+        Some(Ok(())) => return Ok(()),
+        Some(Err(err)) => refusal.note(err),
+        None => {}
+    }
+    Err(refusal.into_error(|| DistributionError::MissingSignature(reference.to_string())))
+}
+
+/// The most telling of the refusals met while looking for a signature.
+#[derive(Default)]
+struct Refusal(Option<DistributionError>);
+
+impl Refusal {
+    /// Keeps `err` unless a more telling refusal is kept already: anything
+    /// says more than a signature that does not verify.
+    fn note(&mut self, err: DistributionError) {
+        let keep = match &self.0 {
+            None => true,
+            Some(DistributionError::BadSignature) => !matches!(err, DistributionError::BadSignature),
+            Some(_) => false,
+        };
+        if keep {
+            self.0 = Some(err);
+        }
+    }
+
+    fn into_error(self, missing: impl FnOnce() -> DistributionError) -> DistributionError {
+        self.0.unwrap_or_else(missing)
+    }
+}
+
+/// The outcome of the signatures under the tag `sha256-<hex>.sig`, or
+/// `None` when there is no such tag.
+async fn verify_legacy(
+    session: &Session,
+    reference: &Reference,
+    manifest_digest: &str,
+    key: &PublicKey,
+) -> Result<Option<Result<(), DistributionError>>, DistributionError> {
     let signatures = reference.with_tag(&signature_tag(manifest_digest))?;
     let Some(manifest) = signature_manifest(session, &signatures).await? else {
-        return Err(DistributionError::MissingSignature(reference.to_string()));
+        return Ok(None);
     };
     let mut outcome = Err(DistributionError::BadSignature);
     let layers = manifest.layers.iter().filter(|layer| layer.media_type == SIMPLE_SIGNING_MEDIA_TYPE);
@@ -93,9 +164,14 @@ pub(crate) async fn verify(
         if !key.verifies(&payload, &signature) {
             continue;
         }
-        let payload: Payload = serde_json::from_slice(&payload).map_err(|err| {
-            DistributionError::MalformedSignature(format!("a payload that verifies is not a cosign payload: {err}"))
-        })?;
+        let payload: Payload = match serde_json::from_slice(&payload) {
+            Ok(payload) => payload,
+            Err(err) => {
+                return Ok(Some(Err(DistributionError::MalformedSignature(format!(
+                    "a payload that verifies is not a cosign payload: {err}"
+                )))));
+            }
+        };
         if payload.critical.kind != PAYLOAD_TYPE {
             outcome = Err(DistributionError::MalformedSignature(format!(
                 "a payload that verifies has the type {:?}, not {PAYLOAD_TYPE:?}",
@@ -103,7 +179,7 @@ pub(crate) async fn verify(
             )));
         } else if payload.critical.image.docker_manifest_digest == manifest_digest {
             debug!(%reference, "signature verified");
-            return Ok(());
+            return Ok(Some(Ok(())));
         } else {
             outcome = Err(DistributionError::SignedOtherDigest {
                 signed: payload.critical.image.docker_manifest_digest,
@@ -111,7 +187,7 @@ pub(crate) async fn verify(
             });
         }
     }
-    outcome
+    Ok(Some(outcome))
 }
 
 /// The signature manifest at `signatures`, or `None` when there is none.
@@ -180,6 +256,8 @@ pub async fn sign(
         config: Some(Descriptor::of(IMAGE_CONFIG_MEDIA_TYPE, &config)),
         layers,
         manifests: None,
+        artifact_type: None,
+        subject: None,
         annotations: None,
     };
     push_manifest(&client, &signatures, serde_json::to_vec(&manifest).expect("a manifest serialises")).await?;

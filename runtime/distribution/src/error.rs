@@ -160,6 +160,18 @@ pub enum DistributionError {
         /// The digest being verified.
         digest: String,
     },
+    /// A sigstore bundle is refused: not a bundle, for other bytes, or with
+    /// a transparency log entry that does not check out.
+    #[error("sigstore bundle refused: {source}")]
+    Bundle {
+        /// Why.
+        #[source]
+        source: Box<crate::BundleError>,
+    },
+    /// A referrer listed for a manifest names another manifest as its
+    /// subject.
+    #[error("the referrer {} is of {}, not of {}", .0.referrer, .0.subject, .0.digest)]
+    ReferrerOtherSubject(Box<crate::ForeignReferrer>),
     /// A signature is not base64, or its payload is not a cosign payload.
     #[error("malformed signature: {0}")]
     MalformedSignature(String),

@@ -29,13 +29,17 @@
 //! during a pull cannot swap in other bytes.
 //!
 //! # Signatures
-//! Signatures are cosign-compatible, made and checked with the `sigstore`
-//! crate's keys: in a registry, a signature of the manifest digest stored
-//! under the tag `sha256-<hex>.sig` (what `cosign sign --key` writes
-//! without a transparency log); elsewhere, a `cosign sign-blob --key`
-//! signature of the bytes (base64 of the DER ECDSA P-256 signature over
-//! their SHA-256). Verification is offline with a public key: certificates
-//! (keyless signing) and transparency-log entries are not checked.
+//! Signatures are cosign-compatible, checked with the `sigstore` crate's
+//! keys. In a registry: a sigstore bundle among the manifest's OCI 1.1
+//! referrers (what cosign v3's `sign --key` stores; the referrers API, or
+//! the tag `sha256-<hex>` where the registry has none), or a signature of
+//! the manifest digest under the tag `sha256-<hex>.sig` (what earlier
+//! cosigns and [`sign`] store). Elsewhere: what `cosign sign-blob --key`
+//! writes, a sigstore bundle (`--bundle`) or the bare base64 signature.
+//! Verification is offline with a public key: certificates (keyless
+//! signing) are not used, and a bundle's transparency log entries are
+//! checked against a configured log key or ignored when asked
+//! ([`TransparencyLog`]).
 //!
 //! # Caveats
 //! TLS is rustls with the `ring` provider, installed as the process's
@@ -45,6 +49,7 @@
 mod artifact;
 mod auth;
 mod bounded;
+mod bundle;
 mod cosign;
 mod digest;
 mod egress;
@@ -55,13 +60,17 @@ mod options;
 mod pull;
 mod push;
 mod reference;
+mod referrers;
 mod session;
 mod transfer;
 mod verify;
 mod version;
 
-pub use artifact::{LEGACY_LAYER_MEDIA_TYPES, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
+pub use artifact::{
+    LAYER_TITLE, LEGACY_LAYER_MEDIA_TYPES, TITLE_ANNOTATION, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
+};
 pub use auth::Auth;
+pub use bundle::{BUNDLE_MEDIA_TYPE, BundleError, LogEntryProblem, LogKey, TransparencyLog};
 pub use cosign::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, sign, signature_tag};
 pub use digest::sha256_digest;
 pub use error::DistributionError;
@@ -71,5 +80,6 @@ pub use options::{DEFAULT_MAX_SIZE, DEFAULT_TIMEOUT, RegistryOptions};
 pub use pull::{Pulled, pull, resolve};
 pub use push::{push, push_version};
 pub use reference::{DEFAULT_TAG, Reference};
-pub use verify::{Verification, sign_bytes, verify_bytes};
+pub use referrers::{ForeignReferrer, referrers_tag};
+pub use verify::{Verification, sign_bundle, sign_bytes, verify_bytes};
 pub use version::{VERSION_ANNOTATION, check_minimum_version};

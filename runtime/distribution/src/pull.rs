@@ -48,7 +48,9 @@ pub async fn resolve(reference: &Reference, options: &RegistryOptions) -> Result
 /// digest and describe a provider artifact (see the crate docs) no larger
 /// than [`RegistryOptions::max_size`]; with a pin, the layer digest the
 /// manifest states must be the pin; with a public key, a cosign signature
-/// of that manifest digest must verify; the layer is streamed with the size
+/// of that manifest digest must verify (a sigstore bundle among its OCI
+/// 1.1 referrers, as cosign v3 signs, or a signature under the tag
+/// `sha256-<hex>.sig`, as earlier cosigns do); the layer is streamed with the size
 /// cap and its bytes must hash to the layer digest the manifest states (and
 /// so to the pin). The bytes returned are the bytes hashed. A layer refused
 /// by its stated size or digest is never downloaded.
@@ -68,7 +70,7 @@ pub async fn pull(
     // are checked against the same digest once they are.
     digest::check_pin(&layer.digest, verification.pin.as_deref())?;
     if let Some(key) = &verification.public_key {
-        cosign::verify(&session, &pinned, &manifest_digest, key).await?;
+        cosign::verify(&session, &pinned, &manifest_digest, &manifest, key, &verification.transparency_log).await?;
     }
     let wasm = fetch_blob(&session, &pinned, &layer, options.max_size, "the provider layer").await?;
     let digest = digest::check("the provider layer", &wasm, &layer.digest)?;

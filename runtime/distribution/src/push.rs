@@ -10,7 +10,8 @@ use crate::{DistributionError, Reference, RegistryOptions, inspect};
 /// digest.
 ///
 /// The artifact is in the CNCF WebAssembly format: one `application/wasm`
-/// layer and an `application/vnd.wasm.config.v0+json` config with
+/// layer, titled [`LAYER_TITLE`](crate::LAYER_TITLE) (the file `oras pull`
+/// writes), and an `application/vnd.wasm.config.v0+json` config with
 /// `architecture: wasm`, `os: wasip2`, the layer's digest and, for a
 /// component, its world's imports and exports. The config's `created` is the
 /// Unix epoch, so pushing the same bytes again gives the same manifest

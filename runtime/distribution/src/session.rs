@@ -89,6 +89,11 @@ impl Session {
         self.url(&format!("v2/{}/manifests/{tag_or_digest}", self.repository))
     }
 
+    /// The URL of the referrers API's index of `digest`'s referrers.
+    pub(crate) fn referrers_url(&self, digest: &str) -> Url {
+        self.url(&format!("v2/{}/referrers/{digest}", self.repository))
+    }
+
     /// The URL of a blob of the repository.
     pub(crate) fn blob_url(&self, digest: &str) -> Url {
         self.url(&format!("v2/{}/blobs/{digest}", self.repository))

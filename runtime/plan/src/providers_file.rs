@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::Selector;
 use serde::Deserialize;
 use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
+use wasm_ccm_distribution::TransparencyLog;
 use wasm_ccm_fleet::{Planned, error_chain};
 use wasm_ccm_host::{Confinement, Limits, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
@@ -212,6 +213,9 @@ pub struct FileDefaults {
     /// The operator's `--provider-*` limits: each provider's unless its
     /// entry sets a lower one; a higher one is refused.
     pub ceilings: Limits,
+    /// What sigstore bundles' log entries are checked against
+    /// (`--provider-tlog-public-key`, `--provider-insecure-ignore-tlog`).
+    pub transparency_log: TransparencyLog,
 }
 
 /// Parses `bytes` (YAML, of which JSON is a part) and checks every
@@ -443,12 +447,15 @@ fn plan_one(
         sha256: entry.sha256.clone(),
         public_key: None,
         signature: entry.signature.clone(),
+        tlog_public_key: None,
+        ignore_tlog: false,
         poll_interval: defaults.poll_interval,
         minimum_version: trust.minimum_version,
         registry: defaults.registry.clone(),
         confinement: defaults.roots.clone(),
     };
-    let source = source_args.settings_with_key(location, trust.public_key)?;
+    let mut source = source_args.settings_with_key(location, trust.public_key)?;
+    source.verification.transparency_log = defaults.transparency_log.clone();
     Ok((template, source, sandbox.input_files(), by_name))
 }
 
@@ -466,6 +473,7 @@ mod tests {
             roots: Confinement::beneath(&["/".into()]).unwrap(),
             trust: TrustFile::default(),
             ceilings: Limits { cpu_millicores: NonZeroU32::new(2000).unwrap(), ..Limits::default() },
+            transparency_log: TransparencyLog::Unconfigured,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use wasm_ccm_distribution::{PublicKey, RegistryOptions, Verification};
+use wasm_ccm_distribution::{LogKey, PublicKey, RegistryOptions, TransparencyLog, Verification};
 use wasm_ccm_host::{Confinement, MAX_INPUT_FILE};
 use wasm_ccm_reload::{DEFAULT_POLL_INTERVAL, Location, SourceSettings};
 
@@ -22,11 +22,24 @@ pub struct SourceArgs {
     /// --key`.
     #[arg(long = "provider-public-key", value_name = "FILE")]
     pub public_key: Option<PathBuf>,
-    /// For a file provider: the file holding its `cosign sign-blob`
-    /// signature (watched with it). A ConfigMap provider's signature is the
-    /// sibling key `<key>.sig`; an OCI provider's is in the registry.
+    /// For a file provider: the file holding what `cosign sign-blob` wrote
+    /// for it, its sigstore bundle (`--bundle`) or its bare base64
+    /// signature (watched with it). A ConfigMap provider's is the sibling
+    /// key `<key>.sigstore.json` or `<key>.sig`; an OCI provider's is in
+    /// the registry.
     #[arg(long = "provider-signature", value_name = "FILE", requires = "public_key")]
     pub signature: Option<PathBuf>,
+    /// The transparency log's public key (PEM; Rekor's): a sigstore
+    /// bundle's log entries must include one whose signed entry timestamp
+    /// verifies with it and that records the bundle's signature. Without
+    /// it, or `--provider-insecure-ignore-tlog`, a bundle with a log entry
+    /// is refused; one without entries is checked by its signature alone.
+    #[arg(long = "provider-tlog-public-key", value_name = "FILE", conflicts_with = "ignore_tlog")]
+    pub tlog_public_key: Option<PathBuf>,
+    /// Ignore the transparency log entries of sigstore bundles: the
+    /// signature with the provider's public key alone decides.
+    #[arg(long = "provider-insecure-ignore-tlog")]
+    pub ignore_tlog: bool,
     /// How often a file provider, its configuration and credentials, and an
     /// OCI tag are checked for changes; a ConfigMap is watched.
     #[arg(long = "provider-poll-interval", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
@@ -53,6 +66,8 @@ impl Default for SourceArgs {
             sha256: None,
             public_key: None,
             signature: None,
+            tlog_public_key: None,
+            ignore_tlog: false,
             poll_interval: DEFAULT_POLL_INTERVAL,
             minimum_version: None,
             registry: RegistryArgs::default(),
@@ -87,6 +102,27 @@ impl SourceArgs {
         Ok(Some(key))
     }
 
+    /// What a sigstore bundle's log entries are checked against:
+    /// `--provider-tlog-public-key`, read within the confinement, or
+    /// nothing with `--provider-insecure-ignore-tlog`.
+    ///
+    /// # Errors
+    /// When the log key cannot be read or is not a key.
+    pub fn transparency_log(&self) -> Result<TransparencyLog, OptionError> {
+        const OPTION: &str = "--provider-tlog-public-key";
+        if self.ignore_tlog {
+            return Ok(TransparencyLog::Ignore);
+        }
+        let Some(path) = &self.tlog_public_key else { return Ok(TransparencyLog::Unconfigured) };
+        let pem = self.confinement.read(path, MAX_INPUT_FILE).map_err(OptionError::reading(OPTION, path))?;
+        let key = LogKey::from_pem(&pem).map_err(|source| OptionError::NotAKey {
+            option: OPTION,
+            path: path.clone(),
+            source,
+        })?;
+        Ok(TransparencyLog::Key(key))
+    }
+
     /// As [`SourceArgs::settings`], with `public_key` rather than the
     /// flag's.
     ///
@@ -119,7 +155,11 @@ impl SourceArgs {
         };
         let settings = SourceSettings {
             location,
-            verification: Verification { pin: self.sha256.clone(), public_key },
+            verification: Verification {
+                pin: self.sha256.clone(),
+                public_key,
+                transparency_log: self.transparency_log()?,
+            },
             signature: self.signature.clone(),
             registry,
             poll_interval: self.poll_interval,

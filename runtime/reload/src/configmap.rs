@@ -1,9 +1,11 @@
 //! A provider in a key of a ConfigMap, watched through the API.
 //!
 //! The component is the `binaryData` key; its signature, when a public key
-//! is configured, is the sibling key `<key>.sig` (in `binaryData` or
-//! `data`). A ConfigMap is updated atomically, so the component and its
-//! signature always change together.
+//! is configured, is the sibling key `<key>.sigstore.json` (a sigstore
+//! bundle, as `cosign sign-blob --bundle` writes) or `<key>.sig` (a bundle
+//! or a bare base64 signature), in `binaryData` or `data`. A ConfigMap is
+//! updated atomically, so the component and its signature always change
+//! together.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,6 +18,11 @@ use wasm_ccm_distribution::{Verification, sha256_digest, verify_bytes};
 
 use crate::location::CONFIGMAP_PREFIX;
 use crate::{Candidate, SourceError};
+
+/// The sibling keys a component's signature is read from, in order: its
+/// sigstore bundle (`cosign sign-blob --bundle`), then its bare base64
+/// signature.
+pub const SIGNATURE_SUFFIXES: [&str; 2] = [".sigstore.json", ".sig"];
 
 type Events = Pin<Box<dyn Stream<Item = Result<watcher::Event<ConfigMap>, watcher::Error>> + Send>>;
 
@@ -129,11 +136,13 @@ impl ConfigMapSource {
             return Ok(None);
         };
         self.gone = false;
-        let signature_key = format!("{}.sig", self.key);
-        let signature: Option<Vec<u8>> =
+        // cosign v3's bundle first, then the bare signature.
+        let signature: Option<Vec<u8>> = SIGNATURE_SUFFIXES.iter().find_map(|suffix| {
+            let signature_key = format!("{}{suffix}", self.key);
             binary.and_then(|data| data.get(&signature_key)).map(|bytes| bytes.0.clone()).or_else(|| {
                 config_map.data.as_ref().and_then(|data| data.get(&signature_key)).map(|s| s.clone().into_bytes())
-            });
+            })
+        });
         let seen = Seen { wasm: sha256_digest(bytes), signature: signature.as_deref().map(sha256_digest) };
         if self.seen.as_ref() == Some(&seen) {
             return Ok(None);

@@ -115,7 +115,8 @@ mod tests {
         let key = SigningKey::generate().unwrap();
         std::fs::write(&wasm, b"v1").unwrap();
         std::fs::write(&signature, sign_bytes(b"v1", &key).unwrap()).unwrap();
-        let verification = Verification { pin: None, public_key: Some(key.public_key().unwrap()) };
+        let verification =
+            Verification { pin: None, public_key: Some(key.public_key().unwrap()), ..Verification::none() };
         let mut source = FileSource::new(
             wasm.clone(),
             Some(signature.clone()),

@@ -19,9 +19,10 @@ pub struct SourceSettings {
     pub location: Location,
     /// The pin and the public key every version must satisfy.
     pub verification: Verification,
-    /// A file holding the `cosign sign-blob` signature of a file source; a
-    /// ConfigMap source reads its signature from the sibling key
-    /// `<key>.sig`, an OCI source from the registry.
+    /// A file holding what `cosign sign-blob` wrote for a file source (a
+    /// sigstore bundle or a bare signature); a ConfigMap source reads its
+    /// signature from the sibling key `<key>.sigstore.json` or `<key>.sig`,
+    /// an OCI source from the registry.
     pub signature: Option<PathBuf>,
     /// How to reach a registry.
     pub registry: RegistryOptions,
@@ -64,7 +65,7 @@ impl SourceSettings {
                 self.location.kind(),
                 match self.location {
                     Location::Oci(_) => "the registry (cosign sign)",
-                    _ => "the sibling key <key>.sig",
+                    _ => "the sibling key <key>.sigstore.json or <key>.sig",
                 }
             )));
         }
@@ -181,7 +182,7 @@ mod tests {
         let key = wasm_ccm_distribution::SigningKey::generate().unwrap().public_key().unwrap();
         let with = |location: &str, key: Option<wasm_ccm_distribution::PublicKey>| SourceSettings {
             signature: Some("p.sig".into()),
-            verification: Verification { pin: None, public_key: key },
+            verification: Verification { pin: None, public_key: key, ..Verification::none() },
             ..SourceSettings::new(location.parse().unwrap())
         };
         assert!(with("p.wasm", Some(key.clone())).check().is_ok());
@@ -198,7 +199,7 @@ mod tests {
         let key = wasm_ccm_distribution::SigningKey::generate().unwrap().public_key().unwrap();
         let with = |location: &str, key: Option<wasm_ccm_distribution::PublicKey>| SourceSettings {
             minimum_version: Some(semver::Version::new(1, 2, 0)),
-            verification: Verification { pin: None, public_key: key },
+            verification: Verification { pin: None, public_key: key, ..Verification::none() },
             ..SourceSettings::new(location.parse().unwrap())
         };
         assert!(with("oci://r.example/p:v1", Some(key.clone())).check().is_ok());

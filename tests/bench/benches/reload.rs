@@ -44,6 +44,7 @@ impl Candidate {
         let verification = Verification {
             pin: Some(wasm_ccm_distribution::sha256_digest(&wasm)),
             public_key: Some(key.public_key()?),
+            ..Verification::none()
         };
         let config = config.to_string().into_bytes();
         Ok(Candidate { name, wasm, config, signature, verification, cached: CacheOutcome::Hit })

@@ -36,6 +36,9 @@ pub enum Hostility {
     Realm(String),
     /// A valid provider manifest whose layer redirects to this URL.
     BlobRedirect(String),
+    /// A valid provider manifest whose referrers index, from the referrers
+    /// API, is 1 GiB.
+    EndlessReferrers,
 }
 
 struct Shared {
@@ -145,7 +148,11 @@ async fn answer(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, hea
         (Hostility::BlobRedirect(target), _) if path.contains("/blobs/") => {
             (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target.clone())], "").into_response()
         }
-        (Hostility::BlobRedirect(_), _) if path.contains("/manifests/") => {
+        (Hostility::EndlessReferrers, _) if path.contains("/referrers/") => {
+            let content_type = [(header::CONTENT_TYPE, "application/vnd.oci.image.index.v1+json")];
+            (StatusCode::OK, content_type, endless(&shared)).into_response()
+        }
+        (Hostility::BlobRedirect(_) | Hostility::EndlessReferrers, _) if path.contains("/manifests/") => {
             let manifest = provider_manifest();
             let digest = wasm_ccm_distribution::sha256_digest(manifest.as_bytes());
             let headers = [

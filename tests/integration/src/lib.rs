@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod canned_aws;
+pub mod clients;
 pub mod cluster;
 pub mod echo;
 pub mod hostile_registry;

@@ -294,6 +294,43 @@ impl Registry {
         Ok(digest)
     }
 
+    /// Puts `manifest` (of `media_type`) at `repository:tag` and `blobs`
+    /// in `repository`, bypassing the library under test, as a registry's
+    /// other writers can: an index under a referrers tag, a referrer.
+    /// Returns the manifest's digest.
+    ///
+    /// # Errors
+    /// When the registry refuses a blob or the manifest.
+    pub async fn put_by_hand(
+        &self,
+        path: &str,
+        media_type: &'static str,
+        manifest: &[u8],
+        blobs: &[&[u8]],
+    ) -> anyhow::Result<String> {
+        let reference = self.reference(path);
+        let target = oci_client::Reference::with_tag(
+            reference.registry().to_owned(),
+            reference.repository().to_owned(),
+            reference.tag().context("a tag to put the manifest at")?.to_owned(),
+        );
+        let client = self.raw_client()?;
+        for blob in blobs {
+            client.push_blob(&target, blob.to_vec(), &sha256_digest(blob)).await?;
+        }
+        client.push_manifest_raw(&target, manifest.to_vec(), http::HeaderValue::from_static(media_type)).await?;
+        Ok(sha256_digest(manifest))
+    }
+
+    /// The bytes of the blob or manifest `digest` as the registry stores
+    /// them.
+    ///
+    /// # Errors
+    /// When it has no such content.
+    pub fn stored(&self, digest: &str) -> anyhow::Result<Vec<u8>> {
+        std::fs::read(self.blob_path(digest)).with_context(|| format!("the registry stores no {digest}"))
+    }
+
     fn raw_client(&self) -> anyhow::Result<oci_client::Client> {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();

@@ -21,7 +21,7 @@ fn start(settings: Settings) -> Registry {
 }
 
 fn with_key(key: &SigningKey) -> Verification {
-    Verification { pin: None, public_key: Some(key.public_key().expect("a public key")) }
+    Verification { pin: None, public_key: Some(key.public_key().expect("a public key")), ..Verification::none() }
 }
 
 /// Manifest and blob requests for `repository`, leaving out `/v2/` probes.
@@ -172,9 +172,10 @@ async fn pins_and_size_limits() {
     let reference = registry.reference("pinned:v1");
     push(&wasm, &reference, &registry.options()).await.expect("push");
 
-    let pin = Verification { pin: Some(sha256_digest(&wasm)), public_key: None };
+    let pin = Verification { pin: Some(sha256_digest(&wasm)), public_key: None, ..Verification::none() };
     assert!(pull(&reference, &registry.options(), &pin).await.expect("the right pin").wasm == wasm);
-    let wrong = Verification { pin: Some(sha256_digest(b"another provider")), public_key: None };
+    let wrong =
+        Verification { pin: Some(sha256_digest(b"another provider")), public_key: None, ..Verification::none() };
     let err = pull(&reference, &registry.options(), &wrong).await.unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -242,7 +243,11 @@ async fn cosign_signatures_of_the_manifest_digest() {
     let pulled = pull(&signed, &registry.options(), &with_key(&key)).await.expect("a valid signature");
     assert!(pulled.wasm == wasm);
     let pem = key.public_key_pem().unwrap();
-    let from_pem = Verification { pin: None, public_key: Some(PublicKey::from_pem(pem.as_bytes()).unwrap()) };
+    let from_pem = Verification {
+        pin: None,
+        public_key: Some(PublicKey::from_pem(pem.as_bytes()).unwrap()),
+        ..Verification::none()
+    };
     assert!(pull(&signed, &registry.options(), &from_pem).await.is_ok());
 
     // Stored the way cosign stores it: one payload layer however often it is signed.
@@ -507,7 +512,8 @@ fn blob_signatures_interoperate_with_openssl() {
     openssl(&["dgst", "-sha256", "-sign", "key.pem", "-out", "provider.sig.der", "provider.wasm"]);
     let signature = base64_encode(&std::fs::read(path("provider.sig.der")).unwrap());
     let public_key = PublicKey::from_pem(&std::fs::read(path("pub.pem")).unwrap()).unwrap();
-    let verification = Verification { pin: Some(sha256_digest(&wasm)), public_key: Some(public_key) };
+    let verification =
+        Verification { pin: Some(sha256_digest(&wasm)), public_key: Some(public_key), ..Verification::none() };
     assert_eq!(verify_bytes(&wasm, Some(signature.as_bytes()), &verification).unwrap(), sha256_digest(&wasm));
     let mut changed = wasm.clone();
     changed.push(0);
@@ -541,7 +547,7 @@ async fn cosign_payloads_signed_by_openssl_verify() {
     store_signature(&registry, "openssl", &digest, &payload, &signature).await;
 
     let public_key = PublicKey::from_pem(&std::fs::read(dir.path().join("pub.pem")).unwrap()).unwrap();
-    let verification = Verification { pin: None, public_key: Some(public_key) };
+    let verification = Verification { pin: None, public_key: Some(public_key), ..Verification::none() };
     let pulled = pull(&reference, &registry.options(), &verification).await.expect("openssl's signature verifies");
     assert!(pulled.wasm == wasm);
 }

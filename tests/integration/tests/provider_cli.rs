@@ -59,7 +59,8 @@ async fn push_inspect_and_verify_a_signed_provider() {
     // The library sees what the command pushed, and its cosign signature.
     let reference = registry.reference("providers/fake:v1");
     assert_eq!(resolve(&reference, &registry.options()).await.unwrap(), manifest);
-    let verification = Verification { pin: None, public_key: Some(files.key.public_key().unwrap()) };
+    let verification =
+        Verification { pin: None, public_key: Some(files.key.public_key().unwrap()), ..Verification::none() };
     let pulled = pull(&reference, &registry.options(), &verification).await.expect("signed by the command");
     assert!(pulled.wasm == *wasm);
 

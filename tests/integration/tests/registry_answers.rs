@@ -35,8 +35,13 @@ fn peak_rss() -> u64 {
 /// Pulls from `registry`, checks the error and that memory and the bytes
 /// read stayed bounded.
 async fn refused(registry: &HostileRegistry) -> DistributionError {
+    refused_verifying(registry, &Verification::none()).await
+}
+
+/// As [`refused`], verifying as `verification` says.
+async fn refused_verifying(registry: &HostileRegistry, verification: &Verification) -> DistributionError {
     let before = peak_rss();
-    let err = pull(&reference(registry), &options(), &Verification::none()).await.unwrap_err();
+    let err = pull(&reference(registry), &options(), verification).await.unwrap_err();
     let grown = peak_rss().saturating_sub(before);
     eprintln!("{}: peak RSS +{grown} bytes, {} bytes sent: {err}", registry.host(), registry.sent());
     assert!(grown < MEMORY_BOUND, "peak RSS grew by {grown} bytes: {err}");
@@ -66,6 +71,14 @@ async fn endless_answers_are_cut_at_their_caps() {
     assert_eq!(err.to_string(), "the manifest is larger than the limit of 4194304 bytes");
     let err = resolve(&reference(&manifest), &options()).await.unwrap_err();
     assert!(matches!(err, DistributionError::AnswerTooLarge { .. }), "resolving without a digest header: {err}");
+    still_pulls(&good).await;
+
+    // A signature is looked for among the referrers: their index is cut too.
+    let referrers = HostileRegistry::start(LOOPBACK, Hostility::EndlessReferrers).await.unwrap();
+    let key = wasm_ccm_distribution::SigningKey::generate().unwrap().public_key().unwrap();
+    let signed = Verification { public_key: Some(key), ..Verification::none() };
+    let err = refused_verifying(&referrers, &signed).await;
+    assert_eq!(err.to_string(), "the referrers index is larger than the limit of 4194304 bytes");
     still_pulls(&good).await;
 
     let token = HostileRegistry::start(LOOPBACK, Hostility::EndlessToken).await.unwrap();

@@ -19,15 +19,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_apiserver::ApiServer;
-use wasm_ccm_distribution::{SigningKey, push, push_version, sha256_digest, sign, sign_bytes};
+use wasm_ccm_distribution::{SigningKey, push, push_version, referrers_tag, resolve, sha256_digest, sign, sign_bytes};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
+use wasm_ccm_tests::clients::{CosignKeys, Tool};
 use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::registry::Registry;
 use wasm_ccm_tests::{free_port, guest, publish};
@@ -852,4 +855,205 @@ async fn the_one_provider_runs_the_controllers_it_supports() {
     assert_eq!(serves["routes"], false, "{serves}");
     assert_eq!(serves["defaultLoadBalancer"], true, "{serves}");
     assert!(setup.fresh_ingress("stateless").await.starts_with("192.0.2."));
+}
+
+/// `cosign sign-blob --bundle` of `wasm` with `keys`, as cosign v3 writes
+/// it offline.
+fn cosign_bundle(keys: &CosignKeys, dir: &std::path::Path, wasm: &[u8]) -> Vec<u8> {
+    let file = dir.join("blob.wasm");
+    std::fs::write(&file, wasm).unwrap();
+    keys.sign_blob_bundle(&file).expect("cosign sign-blob --bundle")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cosign_v3_blob_bundles_are_verified_and_refused_ones_leave_the_provider_serving() {
+    let setup = Setup::start().await;
+    let keys = CosignKeys::generate().expect("cosign generate-key-pair");
+    let (mounted, work) = (setup.path("mounted"), setup.path("work"));
+    std::fs::create_dir(&mounted).unwrap();
+    std::fs::create_dir(&work).unwrap();
+    let v1 = guest("provider-fake");
+    publish(&mounted, 1, &[("fake.wasm", &v1), ("fake.wasm.sig", &cosign_bundle(&keys, &work, &v1))]);
+    let (wasm_path, bundle_path) =
+        (mounted.join("fake.wasm").display().to_string(), mounted.join("fake.wasm.sig").display().to_string());
+    let public_key = keys.public_key().display().to_string();
+    let _process =
+        setup.run(&wasm_path, &["--provider-public-key", &public_key, "--provider-signature", &bundle_path]).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+
+    let v2 = fake_with_pool("192.0.3.0/24");
+    publish(&mounted, 2, &[("fake.wasm", &v2), ("fake.wasm.sig", &cosign_bundle(&keys, &work, &v2))]);
+    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(&v2)).await;
+    assert!(setup.fresh_ingress("v2").await.starts_with("192.0.3."));
+
+    // Each refused at verify, v2 serving on.
+    let v3 = fake_with_pool("192.0.4.0/24");
+    let impostor = CosignKeys::generate().unwrap();
+    let tampered = {
+        std::fs::write(work.join("v2.wasm"), &v2).unwrap();
+        let attestation = keys.attest_blob_bundle(&work.join("v2.wasm")).expect("cosign attest-blob");
+        let mut bundle: Value = serde_json::from_slice(&attestation).unwrap();
+        let payload = STANDARD.decode(bundle["dsseEnvelope"]["payload"].as_str().unwrap()).unwrap();
+        let hex = |wasm: &[u8]| sha256_digest(wasm).strip_prefix("sha256:").unwrap().to_owned();
+        let payload = String::from_utf8(payload).unwrap().replace(&hex(&v2), &hex(&v3));
+        bundle["dsseEnvelope"]["payload"] = STANDARD.encode(payload).into();
+        serde_json::to_vec(&bundle).unwrap()
+    };
+    let cases = [
+        (
+            "v2's bundle",
+            cosign_bundle(&keys, &work, &v2),
+            format!("it is for {}, not {}", sha256_digest(&v2), sha256_digest(&v3)),
+        ),
+        ("another key's", cosign_bundle(&impostor, &work, &v3), "signature does not verify".to_owned()),
+        ("a tampered payload", tampered, "signature does not verify".to_owned()),
+    ];
+    for (index, (case, bundle, reason)) in cases.into_iter().enumerate() {
+        let before = setup.rejections().await.get("verify").copied().unwrap_or_default();
+        publish(&mounted, 3 + index, &[("fake.wasm", &v3), ("fake.wasm.sig", &bundle)]);
+        let provider = rejected(&setup, "verify", before).await;
+        let rejection = &provider["lastRejection"];
+        assert!(rejection["reason"].as_str().unwrap().contains(&reason), "{case}: {rejection:#}");
+        assert_eq!(rejection["digest"], sha256_digest(&v3), "{case}");
+        assert_eq!(provider["digest"], sha256_digest(&v2), "v2 keeps serving after {case}");
+        setup.wait_event("ProviderRejected", &reason).await;
+        assert!(setup.fresh_ingress(&format!("after-{index}")).await.starts_with("192.0.3."), "{case}");
+    }
+    no_failed_calls(&setup).await;
+}
+
+/// Pushes `wasm` to `providers/fake:staging`, signs that digest with
+/// cosign v3 (a referrer), then tags it `stable`; returns the digest.
+async fn push_cosigned(registry: &Registry, keys: &CosignKeys, wasm: &[u8]) -> String {
+    let options = registry.options();
+    let digest = push(wasm, &registry.reference("providers/fake:staging"), &options).await.unwrap();
+    keys.sign_image(&format!("{}/providers/fake@{digest}", registry.host()), false).expect("cosign sign");
+    assert_eq!(push(wasm, &registry.reference("providers/fake:stable"), &options).await.unwrap(), digest);
+    digest
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cosign_v3_referrers_are_verified_and_one_of_another_manifest_leaves_the_provider_serving() {
+    let setup = Setup::start().await;
+    let registry = Registry::plain().unwrap();
+    let keys = CosignKeys::generate().expect("cosign generate-key-pair");
+    let v1 = guest("provider-fake");
+    push_cosigned(&registry, &keys, &v1).await;
+    let public_key = keys.public_key().display().to_string();
+    let reference = registry.reference("providers/fake:stable").to_string();
+    let _process = setup.run(&reference, &["--registry-plain-http", "--provider-public-key", &public_key]).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+
+    let v2 = fake_with_pool("192.0.3.0/24");
+    let v2_digest = push_cosigned(&registry, &keys, &v2).await;
+    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(&v2)).await;
+    assert!(setup.fresh_ingress("v2").await.starts_with("192.0.3."));
+
+    // v3 with v2's referrers index under its own referrers tag.
+    let options = registry.options();
+    let v3 = fake_with_pool("192.0.4.0/24");
+    let v3_digest = push(&v3, &registry.reference("providers/fake:staging"), &options).await.unwrap();
+    let index_tag = registry.reference(&format!("providers/fake:{}", referrers_tag(&v2_digest)));
+    let index = registry.stored(&resolve(&index_tag, &options).await.unwrap()).unwrap();
+    let index_path = format!("providers/fake:{}", referrers_tag(&v3_digest));
+    registry.put_by_hand(&index_path, "application/vnd.oci.image.index.v1+json", &index, &[]).await.unwrap();
+    push(&v3, &registry.reference("providers/fake:stable"), &options).await.unwrap();
+    let provider = rejected(&setup, "verify", 0.0).await;
+    let reason = provider["lastRejection"]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains(&format!("is of {v2_digest}, not of {v3_digest}")), "{reason}");
+    assert_eq!(provider["digest"], sha256_digest(&v2), "v2 keeps serving");
+    assert!(setup.fresh_ingress("after-elsewhere").await.starts_with("192.0.3."));
+
+    // v4 signed by another key.
+    let v4 = fake_with_pool("192.0.5.0/24");
+    push_cosigned(&registry, &CosignKeys::generate().unwrap(), &v4).await;
+    let provider = rejected(&setup, "verify", 1.0).await;
+    assert!(provider["lastRejection"]["reason"].as_str().unwrap().contains("signature does not verify"));
+    assert_eq!(provider["digest"], sha256_digest(&v2), "v2 keeps serving");
+    assert!(setup.fresh_ingress("after-impostor").await.starts_with("192.0.3."));
+    no_failed_calls(&setup).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn components_oras_and_wkg_push_are_served_with_their_cosign_v3_signature() {
+    let setup = Setup::start().await;
+    let registry = Registry::plain().unwrap();
+    let keys = CosignKeys::generate().expect("cosign generate-key-pair");
+    let work = setup.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let (host, options) = (registry.host(), registry.options());
+    let stable = format!("{host}/providers/fake:stable");
+    let sign_stable = || async {
+        let digest = resolve(&registry.reference("providers/fake:stable"), &options).await.unwrap();
+        keys.sign_image(&format!("{host}/providers/fake@{digest}"), false).expect("cosign sign");
+    };
+
+    // v1 by oras, as the CNCF WebAssembly format's guide pushes.
+    let v1 = guest("provider-fake");
+    std::fs::write(work.join("v1.wasm"), &v1).unwrap();
+    std::fs::write(work.join("config.json"), r#"{"architecture":"wasm","os":"wasip2"}"#).unwrap();
+    Tool::Oras
+        .run(
+            &work,
+            &[
+                "push",
+                "--plain-http",
+                &stable,
+                "--config",
+                "config.json:application/vnd.wasm.config.v0+json",
+                "v1.wasm:application/wasm",
+            ],
+            &[],
+        )
+        .expect("oras push");
+    sign_stable().await;
+    let public_key = keys.public_key().display().to_string();
+    let reference = format!("oci://{stable}");
+    let _process = setup.run(&reference, &["--registry-plain-http", "--provider-public-key", &public_key]).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+    assert!(setup.fresh_ingress("by-oras").await.starts_with("192.0.2."));
+
+    // v2 by wkg: served once signed.
+    let v2 = fake_with_pool("192.0.3.0/24");
+    std::fs::write(work.join("v2.wasm"), &v2).unwrap();
+    Tool::Wkg.run(&work, &["oci", "push", "--insecure", &host, &stable, "v2.wasm"], &[]).expect("wkg oci push");
+    sign_stable().await;
+    setup.wait_provider("v2", |provider| provider["digest"] == sha256_digest(&v2)).await;
+    assert!(setup.fresh_ingress("by-wkg").await.starts_with("192.0.3."));
+    assert_eq!(setup.reloads("rejected").await, 0.0, "nothing was refused on the way");
+    no_failed_calls(&setup).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_map_s_cosign_v3_bundle_key_is_verified_and_a_bundle_of_other_bytes_refused() {
+    let setup = Setup::start().await;
+    let keys = CosignKeys::generate().expect("cosign generate-key-pair");
+    let work = setup.path("work");
+    std::fs::create_dir(&work).unwrap();
+    let config_maps: Api<ConfigMap> = Api::namespaced(setup.client(), "kube-system");
+    let data = |wasm: &[u8], bundle: Vec<u8>| -> Value {
+        json!({
+            "metadata": {"name": "wasm-ccm-provider", "namespace": "kube-system"},
+            "binaryData": {
+                "fake.wasm": ByteString(wasm.to_vec()),
+                "fake.wasm.sigstore.json": ByteString(bundle),
+            },
+        })
+    };
+    let v1 = guest("provider-fake");
+    let created: ConfigMap = serde_json::from_value(data(&v1, cosign_bundle(&keys, &work, &v1))).unwrap();
+    config_maps.create(&PostParams::default(), &created).await.unwrap();
+    let public_key = keys.public_key().display().to_string();
+    let _process =
+        setup.run("configmap:kube-system/wasm-ccm-provider/fake.wasm", &["--provider-public-key", &public_key]).await;
+    assert_eq!(setup.provider().await["digest"], sha256_digest(&v1));
+
+    let v2 = fake_with_pool("192.0.3.0/24");
+    let patch = data(&v2, cosign_bundle(&keys, &work, &v1));
+    config_maps.patch("wasm-ccm-provider", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let provider = rejected(&setup, "verify", 0.0).await;
+    let reason = provider["lastRejection"]["reason"].as_str().unwrap();
+    assert!(reason.contains(&format!("it is for {}, not {}", sha256_digest(&v1), sha256_digest(&v2))), "{reason}");
+    assert_eq!(provider["digest"], sha256_digest(&v1), "v1 keeps serving");
+    assert!(setup.fresh_ingress("after").await.starts_with("192.0.2."));
 }

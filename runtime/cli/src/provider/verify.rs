@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use wasm_ccm_distribution::{PublicKey, Verification, pull, verify_bytes};
+use wasm_ccm_distribution::{LogKey, PublicKey, TransparencyLog, Verification, pull, verify_bytes};
 use wasm_ccm_plan::RegistryArgs;
 
 use crate::options::target::{Target, read, refuse_registry_flags};
@@ -23,10 +23,20 @@ pub struct VerifyArgs {
     /// file.
     #[arg(long, value_name = "FILE")]
     pub public_key: Option<PathBuf>,
-    /// For a file: its `cosign sign-blob` signature (base64). A registry
+    /// For a file: what `cosign sign-blob` wrote for it, its sigstore
+    /// bundle (`--bundle`) or its bare base64 signature. A registry
     /// provider's signatures are read from the registry.
     #[arg(long, value_name = "FILE", requires = "public_key")]
     pub signature: Option<PathBuf>,
+    /// The transparency log's public key (PEM; Rekor's), to check a
+    /// sigstore bundle's log entries with. Without it, or
+    /// `--insecure-ignore-tlog`, a bundle with a log entry is refused.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure_ignore_tlog")]
+    pub tlog_public_key: Option<PathBuf>,
+    /// Ignore the transparency log entries of sigstore bundles: the
+    /// signature with `--public-key` alone decides.
+    #[arg(long)]
+    pub insecure_ignore_tlog: bool,
     /// How to reach the registry.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -50,7 +60,18 @@ pub async fn verify(args: VerifyArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let verification = Verification { pin: args.sha256.clone(), public_key };
+    let transparency_log = match (&args.tlog_public_key, args.insecure_ignore_tlog) {
+        (_, true) => TransparencyLog::Ignore,
+        (Some(path), false) => {
+            let pem =
+                std::fs::read(path).with_context(|| format!("cannot read --tlog-public-key {}", path.display()))?;
+            TransparencyLog::Key(
+                LogKey::from_pem(&pem).with_context(|| format!("--tlog-public-key {}", path.display()))?,
+            )
+        }
+        (None, false) => TransparencyLog::Unconfigured,
+    };
+    let verification = Verification { pin: args.sha256.clone(), public_key, transparency_log };
     let failed = || format!("{} does not verify", args.target);
     let digest = match &args.target {
         Target::File(path) => {

@@ -260,6 +260,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 roots,
                 trust,
                 ceilings: args.sandbox.limits(),
+                transparency_log: args.source.transparency_log()?,
             };
             let settings = SourceSettings { poll_interval: args.source.poll_interval, ..SourceSettings::new(location) };
             Providers::File(Box::new(ProvidersFileSetup { settings, defaults }))
