@@ -9,8 +9,6 @@
 //! AWS provider (`providers/build.sh`) and `moto_server`.
 //! `BENCH_AWS_OUTAGE_NODES` lists the node counts (default `2000,5000`).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -19,7 +17,7 @@ use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_bench::services::create_all;
-use wasm_ccm_bench::wasm_ccm_run;
+use wasm_ccm_bench::{lifecycle_passes, wasm_ccm_run};
 use wasm_ccm_tests::moto::{Moto, REGION, SeededInstance};
 use wasm_ccm_tests::{free_port, repository};
 
@@ -60,20 +58,6 @@ fn node(instance: &SeededInstance) -> Node {
         "spec": {"providerID": format!("aws:///{}/{}", instance.zone, instance.id)},
     }))
     .expect("a node")
-}
-
-/// The lifecycle's passes so far, from `/metrics` at `port`.
-fn passes(port: u16) -> anyhow::Result<f64> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text)?;
-    Ok(text
-        .lines()
-        .filter(|line| line.starts_with("cloud_node_lifecycle_passes_total{"))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
 }
 
 /// The EC2 requests of [`PASSES`] lifecycle passes, by action, and how
@@ -118,12 +102,12 @@ async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, Durati
     let result = async {
         // From the end of one pass to the end of the third after it: moto
         // records the requests of exactly those passes.
-        let mut last = passes(port).unwrap_or_default();
+        let mut last = lifecycle_passes(port).unwrap_or_default();
         let deadline = Instant::now() + TIMEOUT;
         loop {
             anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
             anyhow::ensure!(Instant::now() < deadline, "no lifecycle pass ended");
-            let now = passes(port).unwrap_or_default();
+            let now = lifecycle_passes(port).unwrap_or_default();
             if now > last && now >= 1.0 {
                 last = now;
                 break;
@@ -133,7 +117,7 @@ async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, Durati
         }
         moto.forget_requests()?;
         let started = Instant::now();
-        while passes(port)? < last + PASSES {
+        while lifecycle_passes(port)? < last + PASSES {
             anyhow::ensure!(Instant::now() < deadline, "the passes did not end");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

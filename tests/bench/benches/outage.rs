@@ -15,8 +15,6 @@
 //! the node counts (default `2000,5000`); `BENCH_OUTAGE_SECONDS` the
 //! measured time (default 60).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -25,7 +23,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_bench::services::create_all;
-use wasm_ccm_bench::{cpu_time, release_binary};
+use wasm_ccm_bench::{cpu_time, lifecycle_passes, metric_sum, release_binary};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_tests::{free_port, repository};
 
@@ -113,29 +111,14 @@ fn node(index: usize) -> Node {
     .expect("a node")
 }
 
-/// The sum of the series of `/metrics` at `port` whose line starts with
-/// `prefix`.
-fn metric(port: u16, prefix: &str) -> anyhow::Result<f64> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text)?;
-    Ok(text
-        .lines()
-        .filter(|line| line.starts_with(prefix))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
-}
-
 /// What wasm-ccm's `/metrics` says of the lifecycle: passes that asked the
 /// cloud, and provider calls of the lifecycle's questions.
 fn lifecycle_counts(port: u16) -> anyhow::Result<(f64, f64)> {
-    let passes = metric(port, "cloud_node_lifecycle_passes_total{")?;
+    let passes = lifecycle_passes(port)?;
     let calls = ["instances-batch.states", "instances-v2.exists", "instances-v2.shutdown"]
         .iter()
         .map(|function| {
-            metric(
+            metric_sum(
                 port,
                 &format!("provider_call_duration_seconds_count{{provider=\"provider_fake\",function=\"{function}\""),
             )

@@ -99,6 +99,36 @@ pub fn wasm_ccm_run(kubeconfig: &std::path::Path) -> anyhow::Result<std::process
     Ok(command)
 }
 
+/// The sum of the series of the plain-HTTP `/metrics` at `port` on
+/// loopback whose lines start with `prefix`.
+///
+/// # Errors
+/// When the admin server cannot be reached.
+pub fn metric_sum(port: u16, prefix: &str) -> anyhow::Result<f64> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    Ok(text
+        .lines()
+        .filter(|line| line.starts_with(prefix))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+/// The node lifecycle's passes that asked the cloud, answered or refused,
+/// from the `/metrics` at `port`.
+///
+/// # Errors
+/// As [`metric_sum`].
+pub fn lifecycle_passes(port: u16) -> anyhow::Result<f64> {
+    let asked = ["answered", "refused"]
+        .map(|outcome| metric_sum(port, &format!("cloud_node_lifecycle_passes_total{{outcome=\"{outcome}\"")));
+    asked.into_iter().sum()
+}
+
 /// `count` nodes `node-0000`..., each with an internal IP.
 pub fn nodes(count: usize) -> Vec<Node> {
     (0..count)
