@@ -14,7 +14,7 @@ mod load_balancer;
 mod pool;
 mod routes;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use wasm_ccm_sdk::{Clusters, Error, Instances, InstancesV2, LoadBalancer, Provider, Routes, Zones};
 
@@ -27,9 +27,10 @@ pub struct Fake {
     cluster_name: String,
     cloud: Option<Cloud>,
     /// The configured machines' indexes, by name and by ID: a lifecycle
-    /// batch looks thousands up.
-    by_name: HashMap<String, usize>,
-    by_id: HashMap<String, usize>,
+    /// batch looks thousands up. Ordered maps draw no randomness, which would
+    /// make the snapshot differ between hosts of different seeds.
+    by_name: BTreeMap<String, usize>,
+    by_id: BTreeMap<String, usize>,
 }
 
 impl Fake {
@@ -52,7 +53,7 @@ impl Provider for Fake {
         let cloud = config.cloud.as_deref().map(Cloud::new);
         let index = |key: fn(&config::Instance) -> &String| {
             // The first machine of a name or ID wins, as a scan would find it.
-            let mut index = HashMap::new();
+            let mut index = BTreeMap::new();
             for (position, instance) in config.instances.iter().enumerate().rev() {
                 index.insert(key(instance).clone(), position);
             }
