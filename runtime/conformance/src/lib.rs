@@ -193,10 +193,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_cloud_that_behaves_as_upstream_expects_passes_every_check_of_every_part() {
-        let report = checked(cloud()).await;
+        let report = checked(cloud().with_max_batch(100)).await;
         let failed: Vec<&Check> = report.checks.iter().filter(|check| check.outcome != Outcome::Pass).collect();
         assert!(failed.is_empty(), "{failed:#?}");
-        for part in ["provider/", "load-balancer/default/web/", "instances-v2/", "routes/", "calls/"] {
+        for part in
+            ["provider/", "load-balancer/default/web/", "instances-v2/", "instances-batch/", "routes/", "calls/"]
+        {
             assert!(report.checks.iter().any(|check| check.name.starts_with(part)), "no {part} check");
         }
     }
