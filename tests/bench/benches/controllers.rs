@@ -55,7 +55,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use wasm_ccm_bench::services::{create_all, service};
-use wasm_ccm_bench::{cpu_time, peak_memory_kib, release_binary};
+use wasm_ccm_bench::{UPSTREAM_TUNED, cpu_time, peak_memory_kib, release_binary, upstream_ccm_run};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_tests::repository;
 
@@ -164,20 +164,11 @@ impl Contender {
                 command
             }
             upstream => {
-                let mut command = Command::new(upstream_binary()?);
-                // Leader election stays on, as for wasm-ccm and as both run
-                // in production: each takes its lease before it starts.
-                command.arg(format!("--kubeconfig={}", kubeconfig.display())).args([
-                    "--cloud-provider=fake",
-                    "--secure-port=0",
-                    "--allocate-node-cidrs=false",
-                    "--configure-cloud-routes=false",
-                    "--controllers=*,-route",
-                    // The node syncs' start and end, which tell the storm's.
-                    "--v=2",
-                ]);
+                let mut command = upstream_ccm_run(&kubeconfig)?;
+                // The node syncs' start and end, which tell the storm's.
+                command.arg("--v=2");
                 if matches!(upstream, Contender::UpstreamTuned) {
-                    command.args(["--concurrent-service-syncs=20", "--kube-api-qps=1000", "--kube-api-burst=2000"]);
+                    command.args(UPSTREAM_TUNED);
                 }
                 command
             }
@@ -185,15 +176,6 @@ impl Contender {
         command.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
         Ok(command.spawn()?)
     }
-}
-
-/// `cloud-controller-manager`: `UPSTREAM_CCM`, else beside kube-apiserver.
-fn upstream_binary() -> anyhow::Result<PathBuf> {
-    let assets =
-        Assets::find_or_skip("the controllers benchmark")?.ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
-    assets
-        .upstream_ccm()
-        .ok_or_else(|| anyhow::anyhow!("upstream's cloud-controller-manager is missing; set UPSTREAM_CCM"))
 }
 
 /// The nodes a run starts with.

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_bench::services::create_all;
-use wasm_ccm_bench::{cpu_time, lifecycle_passes, metric_sum, release_binary};
+use wasm_ccm_bench::{UPSTREAM_TUNED, cpu_time, lifecycle_passes, metric_sum, release_binary, upstream_ccm_run};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_tests::{free_port, repository};
 
@@ -78,21 +78,8 @@ impl Contender {
                 command
             }
             Contender::Upstream => {
-                let assets = Assets::find_or_skip("the outage benchmark")?
-                    .ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
-                let binary =
-                    assets.upstream_ccm().ok_or_else(|| anyhow::anyhow!("no upstream cloud-controller-manager"))?;
-                let mut command = Command::new(binary);
-                command.arg(format!("--kubeconfig={}", kubeconfig.display())).args([
-                    "--cloud-provider=fake",
-                    "--secure-port=0",
-                    "--allocate-node-cidrs=false",
-                    "--configure-cloud-routes=false",
-                    "--controllers=*,-route",
-                    "--concurrent-service-syncs=20",
-                    "--kube-api-qps=1000",
-                    "--kube-api-burst=2000",
-                ]);
+                let mut command = upstream_ccm_run(&kubeconfig)?;
+                command.args(UPSTREAM_TUNED);
                 command
             }
         };

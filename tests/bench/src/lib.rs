@@ -99,6 +99,34 @@ pub fn wasm_ccm_run(kubeconfig: &std::path::Path) -> anyhow::Result<std::process
     Ok(command)
 }
 
+/// Upstream's `cloud-controller-manager` (`UPSTREAM_CCM`, else beside
+/// kube-apiserver) with its fake provider on `kubeconfig`, as the
+/// benchmarks run it: no admin server, no routes, leader election on, as for
+/// wasm-ccm and as both run in production.
+///
+/// # Errors
+/// When the binary is missing.
+pub fn upstream_ccm_run(kubeconfig: &std::path::Path) -> anyhow::Result<std::process::Command> {
+    let assets = wasm_ccm_envtest::Assets::find_or_skip("the benchmarks")?
+        .ok_or_else(|| anyhow::anyhow!("no envtest assets"))?;
+    let binary = assets
+        .upstream_ccm()
+        .ok_or_else(|| anyhow::anyhow!("upstream's cloud-controller-manager is missing; set UPSTREAM_CCM"))?;
+    let mut command = std::process::Command::new(binary);
+    command.arg(format!("--kubeconfig={}", kubeconfig.display())).args([
+        "--cloud-provider=fake",
+        "--secure-port=0",
+        "--allocate-node-cidrs=false",
+        "--configure-cloud-routes=false",
+        "--controllers=*,-route",
+    ]);
+    Ok(command)
+}
+
+/// Upstream tuned as a careful operator tunes it: 20 Service syncs, 1000
+/// requests per second with bursts of 2000.
+pub const UPSTREAM_TUNED: [&str; 3] = ["--concurrent-service-syncs=20", "--kube-api-qps=1000", "--kube-api-burst=2000"];
+
 /// The sum of the series of the plain-HTTP `/metrics` at `port` on
 /// loopback whose lines start with `prefix`.
 ///
