@@ -3,6 +3,12 @@
 
 use std::time::Duration;
 
+/// The longest a provider can ask the controllers to wait before a retry:
+/// a longer delay is cut to this where it enters the host, so that no
+/// answer holds a Service or the node lifecycle back for good (or past
+/// the end of the clock).
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(600);
+
 /// Why a call to a provider failed.
 ///
 /// The first five variants are the provider's own answers (the sentinel
@@ -19,7 +25,8 @@ pub enum ProviderError {
     /// `cloudprovider.ImplementedElsewhere`.
     #[error("implemented elsewhere")]
     ImplementedElsewhere,
-    /// `cloudprovider.RetryError`: try again after `delay`.
+    /// `cloudprovider.RetryError`: try again after `delay`, at most
+    /// [`MAX_RETRY_DELAY`].
     #[error("retry after {delay:?}: {message}")]
     Retry {
         /// How long to wait.

@@ -17,7 +17,7 @@ pub mod testing;
 mod types;
 
 pub use cloud::{BatchAnswers, Cloud};
-pub use error::ProviderError;
+pub use error::{MAX_RETRY_DELAY, ProviderError};
 pub use function::{Function, Interface, Part};
 pub use node_set::{NodeRef, NodeSet, NodeSnapshot, PackedStrings};
 pub use types::{InstanceMetadata, InstanceState, Parts, ProviderInfo, Route, Zone};

@@ -12,8 +12,8 @@ use crate::bindings::Parts as WitParts;
 use crate::bindings::batch;
 use crate::bindings::types as wit;
 use crate::log::{MAX_TEXT, clip};
-use wasm_ccm_cloud::ProviderError;
 use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, InstanceState, Parts, Route, Zone};
+use wasm_ccm_cloud::{MAX_RETRY_DELAY, ProviderError};
 
 /// The most of one value a provider returned (an address, a name) that an
 /// error quotes.
@@ -339,7 +339,8 @@ pub(crate) fn cloud_error(error: wit::CloudError) -> ProviderError {
         wit::CloudError::NotImplemented => ProviderError::NotImplemented,
         wit::CloudError::ImplementedElsewhere => ProviderError::ImplementedElsewhere,
         wit::CloudError::Retry(retry) => {
-            ProviderError::Retry { delay: Duration::from_millis(retry.delay_ms), message: bounded(retry.message) }
+            let delay = Duration::from_millis(retry.delay_ms).min(MAX_RETRY_DELAY);
+            ProviderError::Retry { delay, message: bounded(retry.message) }
         }
         wit::CloudError::Other(message) => ProviderError::Cloud(bounded(message)),
     }
@@ -456,5 +457,15 @@ mod tests {
         assert!(message.len() < MAX_TEXT + 32, "{}", message.len());
         let short = cloud_error(wit::CloudError::Other("quota exceeded".into()));
         assert_eq!(short, ProviderError::Cloud("quota exceeded".into()));
+    }
+
+    #[test]
+    fn a_retry_delay_is_cut_to_the_longest_the_host_waits() {
+        let asked =
+            |delay_ms| cloud_error(wit::CloudError::Retry(wit::RetryAfter { delay_ms, message: String::new() }));
+        let ProviderError::Retry { delay, .. } = asked(u64::MAX) else { panic!() };
+        assert_eq!(delay, MAX_RETRY_DELAY);
+        let ProviderError::Retry { delay, .. } = asked(30_000) else { panic!() };
+        assert_eq!(delay, Duration::from_secs(30));
     }
 }

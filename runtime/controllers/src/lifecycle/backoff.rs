@@ -9,7 +9,8 @@ pub(super) const MAX_PASS_BACKOFF: Duration = Duration::from_secs(120);
 /// The wait before the next pass that asks the cloud after passes it
 /// refused: twice the wait before, from twice the monitor period up to
 /// [`MAX_PASS_BACKOFF`], or the delay the provider asked for when that is
-/// longer. A pass the cloud answered starts over.
+/// longer (the host cuts that to `MAX_RETRY_DELAY`). A pass the cloud
+/// answered starts over.
 #[derive(Debug)]
 pub(super) struct PassBackoff {
     period: Duration,
