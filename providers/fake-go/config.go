@@ -37,6 +37,9 @@ type Config struct {
 	HasClusterID bool    `json:"hasClusterId"`
 	// DisabledParts are reported as unsupported.
 	DisabledParts []string `json:"disabledParts"`
+	// MaxBatch is the most nodes it answers the lifecycle's questions
+	// about in one call; 500 when unset, and 0 answers one node at a time.
+	MaxBatch *int `json:"maxBatch"`
 	// Faults by function (load-balancer.ensure, ...), or * for every one.
 	Faults map[string]Fault `json:"faults"`
 }
@@ -115,6 +118,10 @@ func parseConfig(raw []byte) (*Config, error) {
 	if decoder.More() {
 		return nil, errors.New("trailing data after the configuration")
 	}
+	if config.MaxBatch == nil {
+		config.MaxBatch = new(int)
+		*config.MaxBatch = 500
+	}
 	if config.LoadBalancerPool == nil {
 		config.LoadBalancerPool = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	}
@@ -150,6 +157,9 @@ func (c *Config) check() error {
 				return fmt.Errorf("instance %s: an address needs a type and an address", instance.Name)
 			}
 		}
+	}
+	if *c.MaxBatch < 0 {
+		return fmt.Errorf("maxBatch %d is negative", *c.MaxBatch)
 	}
 	if c.Zone != nil && (c.Zone.FailureDomain == "" || c.Zone.Region == "") {
 		return errors.New("zone: failureDomain and region are required")

@@ -13,6 +13,10 @@ import (
 type Fake struct {
 	config      *Config
 	clusterName string
+	// byNameIndex and byIDIndex find the config's instances, the first of
+	// a name or ID.
+	byNameIndex map[string]*Instance
+	byIDIndex   map[string]*Instance
 	// cloud is nil when none is configured: no load balancers (unless
 	// stateless) and no routes then.
 	cloud *Cloud
@@ -33,7 +37,16 @@ func newFake(config io.Reader) (*Fake, error) {
 	if err := parsed.Inject("provider.initialize"); err != nil {
 		return nil, err
 	}
-	fake := &Fake{config: parsed}
+	fake := &Fake{config: parsed, byNameIndex: map[string]*Instance{}, byIDIndex: map[string]*Instance{}}
+	for i := range parsed.Instances {
+		instance := &parsed.Instances[i]
+		if _, found := fake.byNameIndex[instance.Name]; !found {
+			fake.byNameIndex[instance.Name] = instance
+		}
+		if _, found := fake.byIDIndex[instance.ID]; !found {
+			fake.byIDIndex[instance.ID] = instance
+		}
+	}
 	if parsed.Cloud != nil {
 		fake.cloud = NewCloud(*parsed.Cloud)
 	}
@@ -63,9 +76,17 @@ func (f *Fake) Instances() (cloudprovider.Instances, bool) {
 	return f, f.enabled("instances")
 }
 
+// InstancesV2 answers in batches unless maxBatch is 0; then it has only
+// upstream's per-node methods, as a provider written for upstream.
 func (f *Fake) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if *f.config.MaxBatch == 0 {
+		return perNode{f}, f.enabled("instances-v2")
+	}
 	return f, f.enabled("instances-v2")
 }
+
+// perNode is an InstancesV2 and nothing more.
+type perNode struct{ cloudprovider.InstancesV2 }
 
 func (f *Fake) Zones() (cloudprovider.Zones, bool) {
 	return f, f.enabled("zones")

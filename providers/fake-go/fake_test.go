@@ -171,6 +171,53 @@ func TestFaultsAreInjectedPerFunction(t *testing.T) {
 	}
 }
 
+func TestABatchAnswersForEachNodeAsTheQuestionsOneNodeAtATime(t *testing.T) {
+	ctx := context.Background()
+	fake, _ := start(t, `{"maxBatch": 2, "instances": [
+		{"name": "running", "id": "i-1"},
+		{"name": "stopped", "id": "i-2", "state": "stopped"},
+		{"name": "terminated", "id": "i-3", "state": "terminated"}]}`)
+	byID := node("renamed")
+	byID.Spec.ProviderID = "fake://i-2"
+	badID := node("running")
+	badID.Spec.ProviderID = "aws:///i-1"
+	nodes := []*v1.Node{node("running"), byID, node("terminated"), node("unknown"), badID}
+	if fake.MaxBatch() != 2 {
+		t.Errorf("max batch %d", fake.MaxBatch())
+	}
+	set := cloudprovider.NewNodeSet(nodes...)
+	states, err := fake.InstanceStates(ctx, set)
+	if err != nil || len(states) != len(nodes) {
+		t.Fatalf("%v %v", states, err)
+	}
+	for index, name := range set.Names() {
+		asked, _ := set.Get(index)
+		exists, existsErr := fake.InstanceExists(ctx, asked)
+		shutdown, shutdownErr := fake.InstanceShutdown(ctx, asked)
+		state := states[index]
+		if (state.Err == nil) != (existsErr == nil) || state.Exists != exists || (exists && (state.ShutDown != shutdown || shutdownErr != nil)) {
+			t.Errorf("%s: batch %+v, one at a time exists %v %v, shutdown %v %v", name, state, exists, existsErr, shutdown, shutdownErr)
+		}
+	}
+	for index, name := range set.Names() {
+		if name == "renamed" && (!states[index].Exists || !states[index].ShutDown) {
+			t.Errorf("the node found by provider ID: %+v", states[index])
+		}
+	}
+
+	perNode, _ := start(t, `{"maxBatch": 0}`)
+	instances, _ := perNode.InstancesV2()
+	if _, batching := instances.(cloudprovider.InstancesBatch); batching {
+		t.Errorf("a batch size of 0 keeps only the per-node methods")
+	}
+
+	faulty, _ := start(t, `{"faults": {"instances-batch.states": {"error": {"kind": "retry", "delayMs": 30000, "message": "RequestLimitExceeded"}}}}`)
+	var retry *cloudprovider.RetryError
+	if _, err := faulty.InstanceStates(ctx, set); !errors.As(err, &retry) {
+		t.Errorf("a fault fails the whole batch: %v", err)
+	}
+}
+
 func TestBadConfigurationsAreRefusedWithTheirReason(t *testing.T) {
 	for _, config := range []string{
 		`{"instances": 3}`,
@@ -180,13 +227,14 @@ func TestBadConfigurationsAreRefusedWithTheirReason(t *testing.T) {
 		`{"instances": [{"name": "a", "id": "i", "state": "paused"}]}`,
 		`{"faults": {"*": {"error": {"kind": "retry", "message": "no delay"}}}}`,
 		`{"faults": {"*": {"error": {"kind": "not-implemented", "message": "extra"}}}}`,
+		`{"maxBatch": -1}`,
 	} {
 		if _, err := ParseConfig([]byte(config)); err == nil || !strings.HasPrefix(err.Error(), "invalid fake provider config: ") {
 			t.Errorf("%s: %v", config, err)
 		}
 	}
 	config, err := ParseConfig([]byte(" \n"))
-	if err != nil || !config.HasClusterID || config.LoadBalancerPool[0].String() != "192.0.2.0/24" {
+	if err != nil || !config.HasClusterID || config.LoadBalancerPool[0].String() != "192.0.2.0/24" || *config.MaxBatch != 500 {
 		t.Errorf("defaults: %+v %v", config, err)
 	}
 }

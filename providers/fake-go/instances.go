@@ -16,10 +16,8 @@ import (
 const providerIDPrefix = ProviderName + "://"
 
 func (f *Fake) byName(name string) (*Instance, error) {
-	for i := range f.config.Instances {
-		if f.config.Instances[i].Name == name {
-			return &f.config.Instances[i], nil
-		}
+	if instance, found := f.byNameIndex[name]; found {
+		return instance, nil
 	}
 	return nil, cloudprovider.InstanceNotFound
 }
@@ -29,10 +27,8 @@ func (f *Fake) byProviderID(providerID string) (*Instance, error) {
 	if !found {
 		return nil, fmt.Errorf("provider ID %q is not of the form fake://<id>", providerID)
 	}
-	for i := range f.config.Instances {
-		if f.config.Instances[i].ID == id {
-			return &f.config.Instances[i], nil
-		}
+	if instance, found := f.byIDIndex[id]; found {
+		return instance, nil
 	}
 	return nil, cloudprovider.InstanceNotFound
 }
@@ -99,6 +95,37 @@ func (f *Fake) InstanceShutdown(_ context.Context, node *v1.Node) (bool, error) 
 		return false, err
 	}
 	return instance.State == Stopped, nil
+}
+
+func (f *Fake) MaxBatch() int { return *f.config.MaxBatch }
+
+// InstanceStates answers for each node as InstanceExists and
+// InstanceShutdown would, from the two views of the set.
+func (f *Fake) InstanceStates(_ context.Context, nodes cloudprovider.NodeSet) ([]cloudprovider.InstanceState, error) {
+	if err := f.config.Inject("instances-batch.states"); err != nil {
+		return nil, err
+	}
+	states := make([]cloudprovider.InstanceState, nodes.Len())
+	for index, name := range nodes.Names() {
+		if index < len(states) {
+			states[index] = state(f.byName(name))
+		}
+	}
+	for index, providerID := range nodes.ProviderIDs() {
+		if providerID != "" && index < len(states) {
+			states[index] = state(f.byProviderID(providerID))
+		}
+	}
+	return states, nil
+}
+
+// state is a machine's state as the lifecycle asks for it.
+func state(instance *Instance, err error) cloudprovider.InstanceState {
+	found, err := exists(instance, err)
+	if err != nil || !found {
+		return cloudprovider.InstanceState{Err: err}
+	}
+	return cloudprovider.InstanceState{Exists: true, ShutDown: instance.State == Stopped}
 }
 
 func (f *Fake) InstanceMetadata(_ context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {

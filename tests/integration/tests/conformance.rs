@@ -60,18 +60,17 @@ fn services() -> Value {
 // The fake cloud serves on this runtime while the test waits for the binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fake_provider_conforms() {
-    fake_conforms("provider-fake", true).await;
+    fake_conforms("provider-fake").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_go_fake_provider_conforms() {
-    fake_conforms("provider-fake-go", false).await;
+    fake_conforms("provider-fake-go").await;
 }
 
-/// The fake provider `component` passes every check (the batch checks are
-/// skipped unless it is `batching`), cleans up after itself and reports in
-/// JUnit too.
-async fn fake_conforms(component: &str, batching: bool) {
+/// The fake provider `component` passes every check, the batch's among
+/// them, cleans up after itself and reports in JUnit too.
+async fn fake_conforms(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let instances: Vec<Value> = ["node-a", "node-b"]
@@ -93,7 +92,6 @@ async fn fake_conforms(component: &str, batching: bool) {
 
     let run = conformance(dir.path(), &[&[fake.as_str()][..], &args].concat());
     assert_conformant(&run);
-    let skipped = usize::from(!batching);
     let results = results(&run);
     let names: Vec<&str> = results.iter().map(|(name, _, _)| name.as_str()).collect();
     for expected in [
@@ -111,17 +109,13 @@ async fn fake_conforms(component: &str, batching: bool) {
         "routes/gone",
         "calls/deadline",
         "calls/errors",
+        "instances-batch/states",
     ] {
         assert!(names.contains(&expected), "no check {expected} in\n{}", run.stdout);
     }
-    let batch_checks = ["instances-batch/states"];
-    assert!(batch_checks.iter().all(|check| names.contains(check) == batching), "{}", run.stdout);
-    let passed = |(name, result, _): &&(String, String, String)| {
-        result == "pass" || (!batching && name == "instances-batch" && result == "skip")
-    };
-    assert!(results.iter().all(|result| passed(&result)), "{}", run.stdout);
+    assert!(results.iter().all(|(_, result, _)| result == "pass"), "{}", run.stdout);
     let summary = run.stdout.lines().last().unwrap();
-    let counts = format!("{} passed, 0 failed, {skipped} skipped in ", results.len() - skipped);
+    let counts = format!("{} passed, 0 failed, 0 skipped in ", results.len());
     assert!(summary.starts_with(&format!("fake of {fake}: {counts}")), "{summary}");
     // Everything it made, it deleted.
     assert!(cloud.objects("load-balancers").is_empty() && cloud.objects("routes").is_empty());
@@ -131,7 +125,7 @@ async fn fake_conforms(component: &str, batching: bool) {
     assert!(junit.success, "{}", junit.stderr);
     assert!(junit.stdout.starts_with("<?xml"), "{}", junit.stdout);
     let suites = format!(
-        "<testsuites name=\"wasm-ccm provider conformance\" tests=\"{}\" skipped=\"{skipped}\" failures=\"0\"",
+        "<testsuites name=\"wasm-ccm provider conformance\" tests=\"{}\" skipped=\"0\" failures=\"0\"",
         results.len()
     );
     assert!(junit.stdout.contains(&suites), "{}", junit.stdout);

@@ -3,9 +3,12 @@
 package glue
 
 import (
+	"math"
+
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/api/types"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
 	abi "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/cabi/types"
+	witbatch "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_instances_batch"
 	witnodes "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_nodes"
 	witprovider "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_provider"
 	wit "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/imports/wasm_ccm_provider_types"
@@ -20,6 +23,7 @@ type (
 	stringResult  = abi.Result[string, wit.CloudError]
 	addressResult = abi.Result[[]wit.NodeAddress, wit.CloudError]
 	zoneResult    = abi.Result[wit.Zone, wit.CloudError]
+	stateResult   = abi.Result[witbatch.InstanceState, wit.CloudError]
 )
 
 // InitializeProvider is provider.initialize.
@@ -133,6 +137,39 @@ func InstanceShutdown(node wit.Node) boolResult {
 	}
 	shutdown, err := instances.InstanceShutdown(Context(), LiftNode(node))
 	return Result(shutdown, err, Same)
+}
+
+// MaxBatch is instances-batch.max-batch: 0, one node at a time, unless
+// the provider's InstancesV2 is also an InstancesBatch.
+func MaxBatch() uint32 {
+	batch, err := instancesBatch()
+	if err != nil {
+		return 0
+	}
+	return uint32(min(max(batch.MaxBatch(), 0), math.MaxUint32))
+}
+
+// InstanceStates is instances-batch.states.
+func InstanceStates(nodes *witnodes.NodeSet) abi.Result[[]stateResult, wit.CloudError] {
+	defer nodes.Drop()
+	batch, err := instancesBatch()
+	if err != nil {
+		return Failed[[]stateResult](err)
+	}
+	states, err := batch.InstanceStates(Context(), lend(nodes))
+	return Result(states, err, lowerStates)
+}
+
+func lowerStates(states []cloudprovider.InstanceState) ([]stateResult, error) {
+	lowered := make([]stateResult, len(states))
+	for i, state := range states {
+		if state.Err != nil {
+			lowered[i] = Failed[witbatch.InstanceState](state.Err)
+			continue
+		}
+		lowered[i] = abi.Ok[witbatch.InstanceState, wit.CloudError](witbatch.InstanceState{Exists: state.Exists, ShutDown: state.Exists && state.ShutDown})
+	}
+	return lowered, nil
 }
 
 // InstanceMetadata is instances-v2.metadata.

@@ -132,6 +132,20 @@ func InstancesV2() (cloudprovider.InstancesV2, error) {
 	return part(cloudprovider.Interface.InstancesV2)
 }
 
+// instancesBatch is the provider's InstancesV2 when it answers in batches;
+// NotImplemented otherwise.
+func instancesBatch() (cloudprovider.InstancesBatch, error) {
+	instances, err := InstancesV2()
+	if err != nil {
+		return nil, err
+	}
+	batch, ok := instances.(cloudprovider.InstancesBatch)
+	if !ok {
+		return nil, cloudprovider.NotImplemented
+	}
+	return batch, nil
+}
+
 // Zones is the provider's zones part.
 func Zones() (cloudprovider.Zones, error) {
 	return part(cloudprovider.Interface.Zones)
