@@ -113,6 +113,23 @@ type InstancesBatch interface {
 	InstanceStates(ctx context.Context, nodes NodeSet) ([]InstanceState, error)
 }
 
+// MetadataBatch is implemented by an InstancesBatch that also answers the
+// node status refresh for many nodes in one call, in batches of MaxBatch:
+// InstanceMetadata of every node. Without it, the host asks
+// InstanceMetadata one node at a time, a few at once.
+type MetadataBatch interface {
+	// BatchMetadata answers for every node of nodes (which has no previous
+	// set), in its order. An error fails the whole batch.
+	BatchMetadata(ctx context.Context, nodes NodeSet) ([]MetadataAnswer, error)
+}
+
+// MetadataAnswer is InstanceMetadata's answer about one node of a batch:
+// the metadata, or the node's own error, which leaves the node alone.
+type MetadataAnswer struct {
+	Metadata *InstanceMetadata
+	Err      error
+}
+
 // InstanceState is what the node lifecycle needs to know of a node's
 // instance.
 type InstanceState struct {

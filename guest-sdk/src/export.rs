@@ -141,6 +141,12 @@ impl<T: Instance> exports::instances_batch::Guest for Glue<T> {
     }
 }
 
+impl<T: Instance> exports::metadata_batch::Guest for Glue<T> {
+    fn metadata(nodes: &LentNodes) -> Result<Vec<Result<InstanceMetadata, Error>>, Error> {
+        part::<T, _>(Provider::instances_v2)?.batch_metadata(&NodeSet::lent(nodes))
+    }
+}
+
 impl<T: Instance> exports::instances::Guest for Glue<T> {
     fn node_addresses(node_name: String) -> Result<Vec<NodeAddress>, Error> {
         part::<T, _>(Provider::instances)?.node_addresses(&node_name)

@@ -142,6 +142,17 @@ pub trait InstancesV2 {
             })
             .collect())
     }
+
+    /// `InstanceMetadata` of every node of `nodes`, asked by the node status
+    /// refresh in batches of [`InstancesV2::max_batch`]: one answer per node
+    /// in the set's order, with as few cloud requests as the cloud allows.
+    /// A node's error leaves the node alone; an error of the whole answer
+    /// fails every node. The default, `NotImplemented`, has the host ask
+    /// `instance_metadata` one node at a time, a few at once.
+    fn batch_metadata(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<InstanceMetadata, Error>>, Error> {
+        let _ = nodes;
+        Err(Error::NotImplemented)
+    }
 }
 
 /// `cloudprovider.Instances`.

@@ -204,6 +204,18 @@ func TestABatchAnswersForEachNodeAsTheQuestionsOneNodeAtATime(t *testing.T) {
 			t.Errorf("the node found by provider ID: %+v", states[index])
 		}
 	}
+	answers, err := fake.BatchMetadata(ctx, set)
+	if err != nil || len(answers) != len(nodes) {
+		t.Fatalf("%v %v", answers, err)
+	}
+	for index, name := range set.Names() {
+		asked, _ := set.Get(index)
+		metadata, err := fake.InstanceMetadata(ctx, asked)
+		answer := answers[index]
+		if (answer.Err == nil) != (err == nil) || (err == nil && answer.Metadata.ProviderID != metadata.ProviderID) {
+			t.Errorf("%s: batch %+v, one at a time %+v %v", name, answer, metadata, err)
+		}
+	}
 
 	perNode, _ := start(t, `{"maxBatch": 0}`)
 	instances, _ := perNode.InstancesV2()

@@ -100,23 +100,57 @@ func (f *Fake) InstanceShutdown(_ context.Context, node *v1.Node) (bool, error) 
 func (f *Fake) MaxBatch() int { return *f.config.MaxBatch }
 
 // InstanceStates answers for each node as InstanceExists and
-// InstanceShutdown would, from the two views of the set.
+// InstanceShutdown would.
 func (f *Fake) InstanceStates(_ context.Context, nodes cloudprovider.NodeSet) ([]cloudprovider.InstanceState, error) {
 	if err := f.config.Inject("instances-batch.states"); err != nil {
 		return nil, err
 	}
-	states := make([]cloudprovider.InstanceState, nodes.Len())
+	found := f.bySet(nodes)
+	states := make([]cloudprovider.InstanceState, len(found))
+	for index, lookup := range found {
+		states[index] = state(lookup.instance, lookup.err)
+	}
+	return states, nil
+}
+
+// BatchMetadata answers for each node as InstanceMetadata would.
+func (f *Fake) BatchMetadata(_ context.Context, nodes cloudprovider.NodeSet) ([]cloudprovider.MetadataAnswer, error) {
+	if err := f.config.Inject("metadata-batch.metadata"); err != nil {
+		return nil, err
+	}
+	found := f.bySet(nodes)
+	answers := make([]cloudprovider.MetadataAnswer, len(found))
+	for index, lookup := range found {
+		if lookup.err != nil {
+			answers[index].Err = lookup.err
+			continue
+		}
+		answers[index].Metadata, answers[index].Err = metadata(lookup.instance)
+	}
+	return answers, nil
+}
+
+// lookup is the machine found for a node, or why none was.
+type lookup struct {
+	instance *Instance
+	err      error
+}
+
+// bySet is the machine behind each node of nodes, in its order, found as
+// byNode finds it, from the set's two views.
+func (f *Fake) bySet(nodes cloudprovider.NodeSet) []lookup {
+	found := make([]lookup, nodes.Len())
 	for index, name := range nodes.Names() {
-		if index < len(states) {
-			states[index] = state(f.byName(name))
+		if index < len(found) {
+			found[index].instance, found[index].err = f.byName(name)
 		}
 	}
 	for index, providerID := range nodes.ProviderIDs() {
-		if providerID != "" && index < len(states) {
-			states[index] = state(f.byProviderID(providerID))
+		if providerID != "" && index < len(found) {
+			found[index].instance, found[index].err = f.byProviderID(providerID)
 		}
 	}
-	return states, nil
+	return found
 }
 
 // state is a machine's state as the lifecycle asks for it.
@@ -136,6 +170,11 @@ func (f *Fake) InstanceMetadata(_ context.Context, node *v1.Node) (*cloudprovide
 	if err != nil {
 		return nil, err
 	}
+	return metadata(instance)
+}
+
+// metadata is what InstancesV2 says of instance.
+func metadata(instance *Instance) (*cloudprovider.InstanceMetadata, error) {
 	nodeAddresses, err := addresses(instance)
 	if err != nil {
 		return nil, err

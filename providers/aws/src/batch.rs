@@ -1,5 +1,5 @@
-//! The node lifecycle's questions about many nodes at once, answered with a
-//! few DescribeInstances requests: the cluster's tagged instances a page of
+//! The node lifecycle's and the node status refresh's questions about many
+//! nodes at once, answered with a few DescribeInstances requests: the cluster's tagged instances a page of
 //! a thousand at a time when the batch is large, by instance ID when it is
 //! small, and by ID or private DNS name for whatever that did not find.
 

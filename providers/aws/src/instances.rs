@@ -36,6 +36,19 @@ impl Aws {
     fn zone_of(&self, instance: &Instance) -> Zone {
         Zone { failure_domain: instance.placement.availability_zone.clone(), region: self.client.region().to_owned() }
     }
+
+    /// What InstancesV2 says of `instance`.
+    fn metadata(&self, instance: &Instance) -> InstanceMetadata {
+        let zone = self.zone_of(instance);
+        InstanceMetadata {
+            provider_id: provider_id::format(&zone.failure_domain, &instance.instance_id),
+            instance_type: instance.instance_type.clone(),
+            node_addresses: addresses(instance),
+            zone: zone.failure_domain,
+            region: zone.region,
+            additional_labels: Vec::new(),
+        }
+    }
 }
 
 /// Whether an instance found, or not, still exists for Kubernetes.
@@ -112,16 +125,12 @@ impl InstancesV2 for Aws {
     }
 
     fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, Error> {
-        let instance = self.instance_of(node)?;
-        let zone = self.zone_of(&instance);
-        Ok(InstanceMetadata {
-            provider_id: provider_id::format(&zone.failure_domain, &instance.instance_id),
-            instance_type: instance.instance_type.clone(),
-            node_addresses: addresses(&instance),
-            zone: zone.failure_domain,
-            region: zone.region,
-            additional_labels: Vec::new(),
-        })
+        Ok(self.metadata(&self.instance_of(node)?))
+    }
+
+    fn batch_metadata(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<InstanceMetadata, Error>>, Error> {
+        let found = self.instances_of_set(nodes)?;
+        Ok(found.into_iter().map(|found| Ok(self.metadata(&found?.ok_or(Error::InstanceNotFound)?))).collect())
     }
 }
 

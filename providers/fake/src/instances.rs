@@ -30,11 +30,11 @@ impl Fake {
 
     /// `answer` of the machine behind each node of `nodes`, in order, found
     /// as [`Fake::by_node`] finds it.
-    fn each_node(
+    fn each_node<T>(
         &self,
         nodes: &NodeSet<'_>,
-        answer: impl Fn(Result<&Instance, Error>) -> Result<InstanceState, Error>,
-    ) -> Vec<Result<InstanceState, Error>> {
+        answer: impl Fn(Result<&Instance, Error>) -> Result<T, Error>,
+    ) -> Vec<Result<T, Error>> {
         let (names, provider_ids) = (nodes.names(), nodes.provider_ids());
         names
             .iter()
@@ -49,6 +49,22 @@ impl Fake {
     pub(crate) fn is_running(&self, name: &str) -> bool {
         self.by_name(name).is_ok_and(|instance| instance.state == MachineState::Running)
     }
+}
+
+/// What InstancesV2 says of `instance`.
+fn metadata(instance: &Instance) -> Result<InstanceMetadata, Error> {
+    Ok(InstanceMetadata {
+        provider_id: format!("{PROVIDER_ID_PREFIX}{}", instance.id),
+        instance_type: instance.instance_type.clone(),
+        node_addresses: addresses(instance)?,
+        zone: instance.zone.clone(),
+        region: instance.region.clone(),
+        additional_labels: instance
+            .labels
+            .iter()
+            .map(|(key, value)| KeyValue { key: key.clone(), value: value.clone() })
+            .collect(),
+    })
 }
 
 fn addresses(instance: &Instance) -> Result<Vec<NodeAddress>, Error> {
@@ -121,19 +137,12 @@ impl InstancesV2 for Fake {
 
     fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, Error> {
         self.config.inject("instances-v2.metadata")?;
-        let instance = self.by_node(node)?;
-        Ok(InstanceMetadata {
-            provider_id: format!("{PROVIDER_ID_PREFIX}{}", instance.id),
-            instance_type: instance.instance_type.clone(),
-            node_addresses: addresses(instance)?,
-            zone: instance.zone.clone(),
-            region: instance.region.clone(),
-            additional_labels: instance
-                .labels
-                .iter()
-                .map(|(key, value)| KeyValue { key: key.clone(), value: value.clone() })
-                .collect(),
-        })
+        metadata(self.by_node(node)?)
+    }
+
+    fn batch_metadata(&self, nodes: &NodeSet<'_>) -> Result<Vec<Result<InstanceMetadata, Error>>, Error> {
+        self.config.inject("metadata-batch.metadata")?;
+        Ok(self.each_node(nodes, |instance| metadata(instance?)))
     }
 }
 

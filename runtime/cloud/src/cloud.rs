@@ -12,6 +12,9 @@ use crate::node_set::NodeSet;
 /// One answer per node of a batch, in the node set's order.
 pub type BatchAnswers = Vec<Result<InstanceState, ProviderError>>;
 
+/// One metadata answer per node of a batch, in the node set's order.
+pub type MetadataAnswers = Vec<Result<InstanceMetadata, ProviderError>>;
+
 use crate::error::ProviderError;
 use crate::{InstanceMetadata, InstanceState, ProviderInfo, Route, Zone};
 
@@ -68,6 +71,13 @@ pub trait Cloud: Clone + Send + Sync + 'static {
 
     /// InstancesV2 `InstanceMetadata`.
     fn instance_metadata(&self, node: &Node) -> impl Future<Output = Result<InstanceMetadata, ProviderError>> + Send;
+
+    /// `InstanceMetadata` of every node of `nodes`, one answer per node in
+    /// the set's order, in one call: the batch form the node status refresh
+    /// uses when [`ProviderInfo::max_batch`] is not 0, with at most that
+    /// many nodes. An error of the whole batch fails every node of it;
+    /// [`ProviderError::NotImplemented`] says to ask one node at a time.
+    fn batch_metadata(&self, nodes: &NodeSet) -> impl Future<Output = Result<MetadataAnswers, ProviderError>> + Send;
 
     /// Instances `NodeAddresses`.
     fn node_addresses(&self, node_name: &str) -> impl Future<Output = Result<Vec<NodeAddress>, ProviderError>> + Send;

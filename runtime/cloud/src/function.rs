@@ -159,6 +159,11 @@ contract! {
         /// `InstanceExists` and `InstanceShutdown` of many nodes.
         InstanceStates = "states", go "InstanceStates";
     }
+    /// The batch form of InstancesV2's `InstanceMetadata`.
+    MetadataBatch = "metadata-batch", part Some(Part::InstancesV2), required false => {
+        /// `InstanceMetadata` of many nodes.
+        BatchMetadata = "metadata", go "BatchMetadata";
+    }
     /// `cloudprovider.Instances`, the first instances API.
     Instances = "instances", part Some(Part::Instances), required true => {
         /// `NodeAddresses`.

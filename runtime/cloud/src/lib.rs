@@ -16,7 +16,7 @@ mod node_set;
 pub mod testing;
 mod types;
 
-pub use cloud::{BatchAnswers, Cloud};
+pub use cloud::{BatchAnswers, Cloud, MetadataAnswers};
 pub use error::{MAX_RETRY_DELAY, ProviderError};
 pub use function::{Function, Interface, Part};
 pub use node_set::{NodeRef, NodeSet, NodeSnapshot, PackedStrings};

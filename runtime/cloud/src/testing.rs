@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, NodeAddress, Service};
 
-use crate::cloud::{BatchAnswers, Cloud};
+use crate::cloud::{BatchAnswers, Cloud, MetadataAnswers};
 use crate::error::ProviderError;
 use crate::function::Function;
 use crate::node_set::NodeSet;
@@ -45,8 +45,8 @@ struct CloudState {
 /// Load balancers answer the ingress `192.0.2.<n>`, `n` derived from the
 /// Service's key; instances are in zone `zone-a` of `region-1`; the zone of
 /// the caller is that too, the one cluster is `kubernetes`, with no API
-/// server address to give. It answers the lifecycle questions one node at
-/// a time unless [`TestCloud::with_max_batch`] says otherwise.
+/// server address to give. It answers one node at a time unless
+/// [`TestCloud::with_max_batch`] says otherwise.
 #[derive(Debug, Clone)]
 pub struct TestCloud {
     state: Arc<Mutex<CloudState>>,
@@ -95,8 +95,9 @@ impl TestCloud {
         self
     }
 
-    /// The cloud answering the lifecycle questions in batches of at most
-    /// `max_batch` nodes; a batch call is recorded as `states a,b,c`.
+    /// The cloud answering the lifecycle questions and the metadata in
+    /// batches of at most `max_batch` nodes; a batch call is recorded as
+    /// `states a,b,c` or `metadata a,b,c`.
     pub fn with_max_batch(self, max_batch: u32) -> Self {
         self.lock().max_batch = max_batch;
         self
@@ -282,6 +283,13 @@ impl Cloud for TestCloud {
     async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, ProviderError> {
         self.call(Function::InstanceMetadata, &name(node))?;
         Ok(self.instance(&name(node))?.metadata)
+    }
+
+    async fn batch_metadata(&self, nodes: &NodeSet) -> Result<MetadataAnswers, ProviderError> {
+        let names = names(nodes);
+        self.call(Function::BatchMetadata, &names.join(","))?;
+        self.check_batch(names.len())?;
+        Ok(names.iter().map(|name| self.instance(name).map(|instance| instance.metadata)).collect())
     }
 
     async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, ProviderError> {

@@ -103,7 +103,8 @@ async fn v2_node_checks<C: Cloud>(suite: &mut Suite<'_, C>, node: &Node) {
 }
 
 /// Runs the checks of the batch forms: a batch of every fixture node and
-/// the unknown one gets, node by node, the answers one node at a time gets.
+/// the unknown one gets, node by node, the answers one node at a time gets,
+/// for the lifecycle's questions and for the metadata.
 pub async fn batch_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     let Suite { calls, fixture, report, info, .. } = suite;
     if info.max_batch == 0 {
@@ -136,6 +137,26 @@ pub async fn batch_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
             Ok(())
         })
         .await;
+    let batch = calls.run(Function::BatchMetadata, async |p| p.batch_metadata(&set).await).await;
+    if batch == Err(ProviderError::NotImplemented) {
+        report.skip("metadata-batch", "the provider is asked for metadata one node at a time");
+        return;
+    }
+    report
+        .check("metadata-batch/metadata", async {
+            let batch = batch.map_err(|err| format!("metadata failed: {err}"))?;
+            for (node, batched) in set.current().nodes().iter().zip(batch) {
+                let single = calls.run(Function::InstanceMetadata, async |p| p.instance_metadata(node).await).await;
+                if !same_answer(&batched, &single) {
+                    let name = node.metadata.name.as_deref().unwrap_or_default();
+                    return Err(format!(
+                        "the batch answers {batched:?} for node {name}, one node at a time {single:?}"
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .await;
 }
 
 /// The state of a node's instance, asked one question at a time, as
@@ -147,7 +168,7 @@ async fn single_state<C: Cloud>(calls: &super::Calls<C>, node: &Node) -> Result<
 }
 
 /// The same answer, or errors of the same kind: messages may differ.
-fn same_answer(batched: &Result<InstanceState, ProviderError>, single: &Result<InstanceState, ProviderError>) -> bool {
+fn same_answer<T: PartialEq>(batched: &Result<T, ProviderError>, single: &Result<T, ProviderError>) -> bool {
     match (batched, single) {
         (Ok(batched), Ok(single)) => batched == single,
         (Err(batched), Err(single)) => batched.kind() == single.kind(),

@@ -15,6 +15,7 @@
 //! the controller's context (the client, the cloud, the node cache, events,
 //! metrics, settings) under one error policy.
 
+mod batches;
 mod caches;
 pub mod config;
 mod context;

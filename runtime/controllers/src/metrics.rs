@@ -103,6 +103,7 @@ struct Families {
     running_controllers: Family<ControllerLabels, Gauge>,
     route_syncs: Family<RouteSyncLabels, Counter>,
     lifecycle_passes: Family<PassLabels, Counter>,
+    node_status_passes: Family<ProviderLabels, Counter>,
     reconcile_errors: Family<ErrorLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
     queue_depth: Family<QueueLabels, Gauge>,
@@ -135,6 +136,7 @@ impl Default for Metrics {
                 running_controllers: Family::default(),
                 route_syncs: Family::default(),
                 lifecycle_passes: Family::default(),
+                node_status_passes: Family::default(),
                 reconcile_errors: Family::default(),
                 leader: Family::default(),
                 queue_depth: Family::default(),
@@ -214,6 +216,11 @@ impl Metrics {
             "passes",
             "Passes of the node lifecycle over the nodes, by how the cloud took their questions",
             families.lifecycle_passes.clone(),
+        );
+        registry.sub_registry_with_prefix("cloud_node_status").register(
+            "passes",
+            "Passes of the node status refresh over the initialised nodes",
+            families.node_status_passes.clone(),
         );
         registry.register(
             "running_managed_controllers",
@@ -313,6 +320,11 @@ impl Metrics {
     pub fn lifecycle_pass(&self, outcome: &str) {
         let labels = PassLabels { outcome: outcome.to_owned(), provider: self.provider.to_string() };
         self.families.lifecycle_passes.get_or_create(&labels).inc();
+    }
+
+    /// Counts a pass of the node status refresh.
+    pub fn node_status_pass(&self) {
+        self.families.node_status_passes.get_or_create(&self.provider()).inc();
     }
 
     /// Counts a failed reconcile of `controller`.

@@ -34,7 +34,7 @@ pub mod batch {
             package wasm-ccm:host;
 
             world batch {
-                export wasm-ccm:provider/instances-batch@0.2.1;
+                export wasm-ccm:provider/instances-batch@0.2.2;
             }
         ",
         world: "wasm-ccm:host/batch",
@@ -46,4 +46,29 @@ pub mod batch {
     });
 
     pub use exports::wasm_ccm::provider::instances_batch::{Guest, GuestIndices, InstanceState};
+}
+
+/// The optional `metadata-batch` export, looked up apart from the world and
+/// from `instances-batch`, which a 0.2.1 provider exports without it.
+pub mod metadata_batch {
+    #![allow(missing_docs, unsafe_code, unused_doc_comments, unused_qualifications)]
+
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        inline: "
+            package wasm-ccm:host;
+
+            world metadata-batch {
+                export wasm-ccm:provider/metadata-batch@0.2.2;
+            }
+        ",
+        world: "wasm-ccm:host/metadata-batch",
+        exports: { default: async },
+        with: {
+            "wasm-ccm:provider/types": super::types,
+            "wasm-ccm:provider/nodes": super::nodes,
+        },
+    });
+
+    pub use exports::wasm_ccm::provider::metadata_batch::{Guest, GuestIndices};
 }

@@ -13,11 +13,11 @@ use crate::engine::{Backend, Engine, Tier};
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
-pub const CONTRACT: &str = "wasm-ccm:provider@0.2.1";
+pub const CONTRACT: &str = "wasm-ccm:provider@0.2.2";
 /// The world a provider implements.
-pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.2.1";
+pub const WORLD: &str = "wasm-ccm:provider/cloud-provider@0.2.2";
 const PACKAGE: &str = "wasm-ccm:provider";
-const VERSION: &str = "0.2.1";
+const VERSION: &str = "0.2.2";
 
 /// The contract's own interfaces a provider may import.
 const CONTRACT_IMPORTS: &[&str] = &["types", "http", "credentials", "log", "nodes"];
@@ -273,8 +273,8 @@ mod tests {
     #[test]
     fn names_what_a_provider_exports_and_may_import() {
         assert_eq!(required_exports().len(), 7, "instances-batch is optional");
-        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.2.1".to_owned()));
-        assert!(provides_import("wasm-ccm:provider/http@0.2.1"));
+        assert!(required_exports().contains(&"wasm-ccm:provider/instances-v2@0.2.2".to_owned()));
+        assert!(provides_import("wasm-ccm:provider/http@0.2.2"));
         assert!(provides_import("wasm-ccm:provider/http@0.2.0"), "a provider of an earlier patch release");
         assert!(!provides_import("wasm-ccm:provider/http@0.1.0"));
         assert!(!provides_import("wasm-ccm:provider/http@0.3.0"));

@@ -12,7 +12,7 @@ use crate::bindings::Parts as WitParts;
 use crate::bindings::batch;
 use crate::bindings::types as wit;
 use crate::log::{MAX_TEXT, clip};
-use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, InstanceState, Parts, Route, Zone};
+use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, InstanceState, MetadataAnswers, Parts, Route, Zone};
 use wasm_ccm_cloud::{MAX_RETRY_DELAY, ProviderError};
 
 /// The most of one value a provider returned (an address, a name) that an
@@ -331,6 +331,21 @@ pub(crate) fn batch_answers(
     }
     let state = |state: batch::InstanceState| InstanceState { exists: state.exists, shut_down: state.shut_down };
     Ok(answers.into_iter().map(|answer| answer.map(state).map_err(cloud_error)).collect())
+}
+
+/// A metadata batch's answers, one per node asked about, each checked as
+/// `instances-v2.metadata`'s answer is.
+///
+/// # Errors
+/// `InvalidResult` when the provider gave another number of answers.
+pub(crate) fn metadata_answers(
+    answers: Vec<Result<wit::InstanceMetadata, wit::CloudError>>,
+    asked: usize,
+) -> Result<MetadataAnswers, ProviderError> {
+    if answers.len() != asked {
+        return Err(ProviderError::InvalidResult(format!("{} answers for a batch of {asked} nodes", answers.len())));
+    }
+    Ok(answers.into_iter().map(|answer| answer.map_err(cloud_error).and_then(instance_metadata)).collect())
 }
 
 pub(crate) fn cloud_error(error: wit::CloudError) -> ProviderError {

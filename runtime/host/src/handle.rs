@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arc_swap::ArcSwap;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
 use wasm_ccm_cloud::{
-    BatchAnswers, Cloud, Function, InstanceMetadata, NodeSet, ProviderError, ProviderInfo, Route, Zone,
+    BatchAnswers, Cloud, Function, InstanceMetadata, MetadataAnswers, NodeSet, ProviderError, ProviderInfo, Route, Zone,
 };
 
 use crate::admission::{Admission, Admitted};
@@ -224,6 +224,24 @@ impl Cloud for ProviderHandle {
             .call(Function::InstanceMetadata, operation!(wasm_ccm_provider_instances_v2.call_metadata(node)))
             .await?;
         convert::instance_metadata(metadata)
+    }
+
+    async fn batch_metadata(&self, nodes: &NodeSet) -> Result<MetadataAnswers, ProviderError> {
+        if self.info().max_batch == 0 {
+            return Err(ProviderError::NotImplemented);
+        }
+        let (asked, nodes) = (nodes.current().len(), nodes.clone());
+        let operation = operation(move |exports, store| {
+            Box::pin(async move {
+                let Some(batch) = &exports.metadata_batch else {
+                    return Ok(Err(crate::bindings::types::CloudError::NotImplemented));
+                };
+                let lent = lend(store, nodes)?;
+                batch.call_metadata(&mut *store, lent).await
+            })
+        });
+        let answers = self.call(Function::BatchMetadata, operation).await?;
+        convert::metadata_answers(answers, asked)
     }
 
     async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, ProviderError> {

@@ -81,10 +81,11 @@ impl WasiView for CallState {
 impl bindings::types::Host for CallState {}
 
 /// What an instance of a provider exports: the `cloud-provider` world, and
-/// `instances-batch` when the provider has it.
+/// `instances-batch` and `metadata-batch` when the provider has them.
 pub(crate) struct Exports {
     pub(crate) world: CloudProvider,
     pub(crate) batch: Option<bindings::batch::Guest>,
+    pub(crate) metadata_batch: Option<bindings::metadata_batch::Guest>,
 }
 
 impl Exports {
@@ -131,11 +132,34 @@ pub enum Start {
     Initializing,
 }
 
+/// Where the optional exports are in a component, when it has them.
+#[derive(Clone)]
+struct OptionalExports {
+    batch: Option<bindings::batch::GuestIndices>,
+    metadata_batch: Option<bindings::metadata_batch::GuestIndices>,
+}
+
+impl OptionalExports {
+    fn of(pre: &CloudProviderPre<CallState>) -> Self {
+        OptionalExports {
+            batch: bindings::batch::GuestIndices::new(pre.instance_pre()).ok(),
+            metadata_batch: bindings::metadata_batch::GuestIndices::new(pre.instance_pre()).ok(),
+        }
+    }
+
+    /// The exports of `instance`, the world's and these.
+    fn load(self, store: &mut Store<CallState>, instance: &Instance) -> wasmtime::Result<Exports> {
+        let world = CloudProvider::new(&mut *store, instance)?;
+        let batch = self.batch.map(|batch| batch.load(&mut *store, instance)).transpose()?;
+        let metadata_batch = self.metadata_batch.map(|batch| batch.load(&mut *store, instance)).transpose()?;
+        Ok(Exports { world, batch, metadata_batch })
+    }
+}
+
 /// The code a provider's calls run.
 struct CallCode {
     pre: CloudProviderPre<CallState>,
-    /// Where `instances-batch` is in the component, when it exports it.
-    batch: Option<bindings::batch::GuestIndices>,
+    optional: OptionalExports,
     tier: Tier,
     /// Cranelift is compiling the code that replaces this.
     replacing: bool,
@@ -145,8 +169,8 @@ impl CallCode {
     /// Code linked from `pre`, of the compiler whose engine it belongs to.
     fn new(engine: &Engine, pre: CloudProviderPre<CallState>) -> Self {
         let optimized = wasmtime::Engine::same(pre.instance_pre().engine(), engine.wasmtime());
-        let batch = bindings::batch::GuestIndices::new(pre.instance_pre()).ok();
-        CallCode { pre, batch, tier: if optimized { Tier::Optimizing } else { Tier::Baseline }, replacing: false }
+        let optional = OptionalExports::of(&pre);
+        CallCode { pre, optional, tier: if optimized { Tier::Optimizing } else { Tier::Baseline }, replacing: false }
     }
 }
 
@@ -471,16 +495,14 @@ impl LoadedProvider {
         let started = Instant::now();
         let deadline = started + self.limits.deadline;
         let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
-        let (pre, batch) = {
+        let (pre, optional) = {
             let code = self.code.borrow();
-            (code.pre.clone(), code.batch.clone())
+            (code.pre.clone(), code.optional.clone())
         };
         let mut store = self.store(pre.instance_pre().engine(), origin, deadline, stderr.clone(), seed);
         let execution = async {
             let instance = pre.instance_pre().instantiate_async(&mut store).await?;
-            let world = CloudProvider::new(&mut store, &instance)?;
-            let batch = batch.map(|batch| batch.load(&mut store, &instance)).transpose()?;
-            let exports = Exports { world, batch };
+            let exports = optional.load(&mut store, &instance)?;
             if initialize {
                 let provider = exports.world.wasm_ccm_provider_provider();
                 if let Err(err) = provider.call_initialize(&mut store, &self.config, &self.cluster_name).await? {

@@ -338,7 +338,7 @@ async fn terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted(back
 /// A zone outage: every node NotReady. The lifecycle asks EC2 about them all
 /// in one DescribeInstances a pass, not two a node.
 async fn an_outage_costs_ec2_a_request_a_pass(backend: &Backend) {
-    // No address refresh, which asks EC2 about each node on its own.
+    // No address refresh, whose requests would mix with the lifecycle's.
     let quiet = Settings { node_status_update_frequency: Duration::from_secs(3600), ..settings() };
     let aws = aws_with(backend, quiet).await;
     for key in ["running-a", "running-b", "stopped", "terminated"] {
@@ -368,6 +368,35 @@ async fn an_outage_costs_ec2_a_request_a_pass(backend: &Backend) {
         "{describes} DescribeInstances in {passes} passes over three nodes"
     );
     assert!(describes >= per_pass * (usize::try_from(passes).unwrap() - 1), "{describes} in {passes} passes");
+}
+
+/// The address refresh asks EC2 about every initialised node in one
+/// DescribeInstances a pass, not one a node.
+async fn the_address_refresh_costs_ec2_a_request_a_pass(backend: &Backend) {
+    let frequent = Settings { node_status_update_frequency: Duration::from_millis(200), ..settings() };
+    let aws = aws_with(backend, frequent).await;
+    let nodes = aws.cluster.nodes();
+    for key in ["running-a", "running-b"] {
+        let name = aws.create_node(key, |node| NewNode { uninitialized: true, ..node }).await.metadata.name.unwrap();
+        aws.cluster
+            .wait("the node to be initialised", || async { nodes.get(&name).await.ok()?.spec?.provider_id })
+            .await;
+    }
+
+    // Every node Ready: the lifecycle asks nothing, the refresh alone asks.
+    let passes = || aws.cluster.counter("cloud_node_status_passes", &[]);
+    aws.moto.forget_requests().unwrap();
+    let before = passes();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (passes, actions) = (passes() - before, aws.moto.actions().unwrap());
+    let describes = actions.iter().filter(|action| *action == "DescribeInstances").count();
+    assert!(passes >= 4, "{passes} passes in 2 s, every 200 ms");
+    assert_eq!(actions.len(), describes, "nothing but DescribeInstances: {actions:?}");
+    // The metadata of both nodes in one request; a pass in flight at either
+    // end may add its own.
+    let passes = usize::try_from(passes).unwrap();
+    assert!(describes <= passes + 1, "{describes} DescribeInstances in {passes} passes over two nodes");
+    assert!(describes + 1 >= passes, "{describes} in {passes} passes");
 }
 
 /// The pod routes in the cluster's route table as (CIDR, instance ID),
@@ -491,6 +520,7 @@ on_both_api_servers!(
     targets_follow_the_nodes,
     terminated_instances_lose_their_nodes_and_stopped_ones_are_tainted,
     an_outage_costs_ec2_a_request_a_pass,
+    the_address_refresh_costs_ec2_a_request_a_pass,
     routes_follow_the_nodes_pod_cidrs,
     aws_errors_reach_the_service_until_aws_answers,
 );

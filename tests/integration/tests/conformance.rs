@@ -110,6 +110,7 @@ async fn fake_conforms(component: &str) {
         "calls/deadline",
         "calls/errors",
         "instances-batch/states",
+        "metadata-batch/metadata",
     ] {
         assert!(names.contains(&expected), "no check {expected} in\n{}", run.stdout);
     }

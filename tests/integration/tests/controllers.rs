@@ -87,6 +87,44 @@ async fn nodes_are_initialized_from_the_cloud(backend: &Backend) {
     cluster.wait("a Synced event", || async { (cluster.event_count("Synced").await >= 1).then_some(()) }).await;
 }
 
+/// The address refresh: an instance given a new address puts it on its
+/// node within a period, asked in batches (as the fake answers unless told
+/// not to) or one node at a time.
+async fn addresses_follow_the_cloud(backend: &Backend) {
+    refreshed_addresses(backend, json!({})).await;
+}
+
+async fn addresses_follow_the_cloud_one_node_at_a_time(backend: &Backend) {
+    refreshed_addresses(backend, json!({"maxBatch": 0})).await;
+}
+
+async fn refreshed_addresses(backend: &Backend, extra: Value) {
+    let cluster = TestCluster::start(backend, merged(instances(), extra.clone()), fast_settings()).await;
+    for name in ["node-b", "node-c"] {
+        cluster.create_node(NewNode { uninitialized: true, ..NewNode::ready(name) }).await;
+    }
+    let nodes = cluster.nodes();
+    let internal_ip = |node: Node| {
+        let addresses = node.status?.addresses?;
+        addresses.into_iter().find(|address| address.type_ == "InternalIP").map(|address| address.address)
+    };
+    for (name, ip) in [("node-b", "10.0.0.2"), ("node-c", "10.0.0.3")] {
+        cluster
+            .wait("the node initialised", || async { (internal_ip(nodes.get(name).await.ok()?)? == ip).then_some(()) })
+            .await;
+    }
+    let mut moved = instances();
+    moved["instances"][2]["addresses"][0]["address"] = json!("10.0.0.33");
+    cluster.reconfigure(merged(moved, extra)).await;
+    cluster
+        .wait("node-c's new address", || async {
+            (internal_ip(nodes.get("node-c").await.ok()?)? == "10.0.0.33").then_some(())
+        })
+        .await;
+    assert_eq!(internal_ip(nodes.get("node-b").await.unwrap()).as_deref(), Some("10.0.0.2"));
+    assert!(cluster.counter("cloud_node_status_passes", &[]) >= 1);
+}
+
 /// Upstream removes the taint, then sets the addresses; here no version of
 /// the node is without both.
 async fn nodes_lose_their_taint_only_with_their_addresses(backend: &Backend) {
@@ -408,11 +446,16 @@ async fn resyncs_of_a_load_balancer_as_it_should_be_write_and_report_nothing(bac
 /// The fake cloud's machines for the node lifecycle: `node-a` running,
 /// `node-b` stopped, `node-c` terminated; `extra` merged in.
 fn lifecycle_config(extra: Value) -> Value {
-    let mut config = json!({"instances": [
+    let config = json!({"instances": [
         {"name": "node-a", "id": "i-a"},
         {"name": "node-b", "id": "i-b", "state": "stopped"},
         {"name": "node-c", "id": "i-c", "state": "terminated"}
     ]});
+    merged(config, extra)
+}
+
+/// The fake's `config` with the fields of `extra` set.
+fn merged(mut config: Value, extra: Value) -> Value {
     if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
         config.extend(extra);
     }
@@ -622,6 +665,8 @@ async fn the_route_controller_needs_a_cluster_cidr_only_when_named() {
 
 on_both_api_servers!(
     nodes_are_initialized_from_the_cloud,
+    addresses_follow_the_cloud,
+    addresses_follow_the_cloud_one_node_at_a_time,
     nodes_lose_their_taint_only_with_their_addresses,
     nodes_the_cloud_cannot_vouch_for_keep_their_taint,
     load_balancer_lifecycle,
@@ -654,6 +699,17 @@ mod go_fake {
     #[tokio::test]
     async fn load_balancer_lifecycle() {
         FAKE_COMPONENT.scope("provider-fake-go", super::load_balancer_lifecycle(&Backend::Harness)).await;
+    }
+
+    #[tokio::test]
+    async fn addresses_follow_the_cloud() {
+        FAKE_COMPONENT.scope("provider-fake-go", super::addresses_follow_the_cloud(&Backend::Harness)).await;
+    }
+
+    #[tokio::test]
+    async fn addresses_follow_the_cloud_one_node_at_a_time() {
+        let scenario = super::addresses_follow_the_cloud_one_node_at_a_time(&Backend::Harness);
+        FAKE_COMPONENT.scope("provider-fake-go", scenario).await;
     }
 
     /// Through the SDK's `InstancesBatch`.

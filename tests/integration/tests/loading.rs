@@ -44,7 +44,7 @@ async fn a_component_of_another_world() {
     let err = load_error(&guest("guest-other-world"), b"").await;
     let LoadError::WrongWorld { missing, .. } = &err else { panic!("{err:?}") };
     for interface in ["provider", "load-balancer", "instances-v2", "instances", "zones", "clusters", "routes"] {
-        assert!(missing.contains(&format!("missing export wasm-ccm:provider/{interface}@0.2.1")), "{missing}");
+        assert!(missing.contains(&format!("missing export wasm-ccm:provider/{interface}@0.2.2")), "{missing}");
     }
     assert!(!missing.contains("instances-batch"), "an optional export: {missing}");
 }
@@ -59,7 +59,7 @@ async fn another_contract_version() {
     )
     .unwrap();
     let err = load_error(&component, b"").await.to_string();
-    assert!(err.contains("not a wasm-ccm provider (contract wasm-ccm:provider@0.2.1)"), "{err}");
+    assert!(err.contains("not a wasm-ccm provider (contract wasm-ccm:provider@0.2.2)"), "{err}");
     assert!(err.contains("exports wasm-ccm:provider/provider@0.1.0, built against another contract version"), "{err}");
 }
 

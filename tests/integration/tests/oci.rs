@@ -67,9 +67,9 @@ async fn push_then_pull_by_tag_and_by_digest() {
     assert_eq!(config["os"], "wasip2");
     assert_eq!(config["layerDigests"], serde_json::json!([sha256_digest(&wasm)]));
     let exports = config["component"]["exports"].as_array().unwrap();
-    assert!(exports.contains(&serde_json::json!("wasm-ccm:provider/instances-v2@0.2.1")), "{config}");
+    assert!(exports.contains(&serde_json::json!("wasm-ccm:provider/instances-v2@0.2.2")), "{config}");
     let imports = config["component"]["imports"].as_array().unwrap();
-    assert!(imports.contains(&serde_json::json!("wasm-ccm:provider/http@0.2.1")), "{config}");
+    assert!(imports.contains(&serde_json::json!("wasm-ccm:provider/http@0.2.2")), "{config}");
 }
 
 #[tokio::test]
@@ -463,11 +463,20 @@ fn inspect_lists_the_fake_providers_world() {
     assert!(inspection.component);
     assert_eq!(inspection.size, wasm.len());
     assert_eq!(inspection.digest, sha256_digest(&wasm));
-    let expected: Vec<String> =
-        ["clusters", "instances", "instances-batch", "instances-v2", "load-balancer", "provider", "routes", "zones"]
-            .iter()
-            .map(|name| format!("wasm-ccm:provider/{name}@0.2.1"))
-            .collect();
+    let expected: Vec<String> = [
+        "clusters",
+        "instances",
+        "instances-batch",
+        "instances-v2",
+        "load-balancer",
+        "metadata-batch",
+        "provider",
+        "routes",
+        "zones",
+    ]
+    .iter()
+    .map(|name| format!("wasm-ccm:provider/{name}@0.2.2"))
+    .collect();
     assert_eq!(inspection.exports, expected);
     // A component imports what it uses: both providers make HTTP calls (the
     // host signs the AWS provider's requests, so it never reads its
@@ -475,11 +484,11 @@ fn inspect_lists_the_fake_providers_world() {
     let imports = &inspection.imports;
     let aws = inspect(&guest("provider-aws")).expect("inspect the AWS provider");
     for (name, provider, imported) in [
-        ("wasm-ccm:provider/http@0.2.1", imports, true),
-        ("wasm-ccm:provider/log@0.2.1", imports, false),
-        ("wasm-ccm:provider/credentials@0.2.1", imports, false),
-        ("wasm-ccm:provider/http@0.2.1", &aws.imports, true),
-        ("wasm-ccm:provider/log@0.2.1", &aws.imports, true),
+        ("wasm-ccm:provider/http@0.2.2", imports, true),
+        ("wasm-ccm:provider/log@0.2.2", imports, false),
+        ("wasm-ccm:provider/credentials@0.2.2", imports, false),
+        ("wasm-ccm:provider/http@0.2.2", &aws.imports, true),
+        ("wasm-ccm:provider/log@0.2.2", &aws.imports, true),
     ] {
         assert_eq!(provider.iter().any(|import| import == name), imported, "{name} in {provider:?}");
     }
@@ -489,10 +498,10 @@ fn inspect_lists_the_fake_providers_world() {
     );
     assert_eq!(aws.exports, inspection.exports, "both providers export the whole world");
     let text = inspection.to_string();
-    assert!(text.contains("exports  wasm-ccm:provider/clusters@0.2.1\n"), "{text}");
+    assert!(text.contains("exports  wasm-ccm:provider/clusters@0.2.2\n"), "{text}");
     let json = serde_json::to_value(&inspection).unwrap();
     assert_eq!(json["component"], true);
-    assert_eq!(json["exports"].as_array().unwrap().len(), 8);
+    assert_eq!(json["exports"].as_array().unwrap().len(), 9);
 }
 
 #[test]

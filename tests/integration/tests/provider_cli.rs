@@ -72,13 +72,13 @@ async fn push_inspect_and_verify_a_signed_provider() {
     assert_eq!(report["digest"], sha256_digest(&wasm));
     assert_eq!(report["size"], wasm.len());
     assert_eq!(report["component"], true);
-    assert_eq!(report["world"]["name"], "wasm-ccm:provider/cloud-provider@0.2.1");
+    assert_eq!(report["world"]["name"], "wasm-ccm:provider/cloud-provider@0.2.2");
     assert_eq!(report["world"]["provider"], true);
     assert_eq!(report["world"]["problems"], serde_json::json!([]));
     let exports: Vec<&str> = report["exports"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
-    assert_eq!(exports.len(), 8, "the world and the optional instances-batch: {exports:?}");
-    assert!(exports.contains(&"wasm-ccm:provider/load-balancer@0.2.1"), "{exports:?}");
-    assert!(report["imports"].as_array().unwrap().contains(&serde_json::json!("wasm-ccm:provider/http@0.2.1")));
+    assert_eq!(exports.len(), 9, "the world and the optional instances-batch and metadata-batch: {exports:?}");
+    assert!(exports.contains(&"wasm-ccm:provider/load-balancer@0.2.2"), "{exports:?}");
+    assert!(report["imports"].as_array().unwrap().contains(&serde_json::json!("wasm-ccm:provider/http@0.2.2")));
 
     let text = wasm_ccm(&["inspect", &files.path("fake.wasm")]).ok();
     assert_eq!(text.field("source"), files.path("fake.wasm"));
@@ -86,9 +86,9 @@ async fn push_inspect_and_verify_a_signed_provider() {
     assert_eq!(text.field("kind"), "component");
     assert_eq!(
         text.field("world"),
-        "wasm-ccm:provider/cloud-provider@0.2.1: a provider of contract wasm-ccm:provider@0.2.1"
+        "wasm-ccm:provider/cloud-provider@0.2.2: a provider of contract wasm-ccm:provider@0.2.2"
     );
-    assert!(text.stdout.contains("exports  wasm-ccm:provider/clusters@0.2.1\n"), "{}", text.stdout);
+    assert!(text.stdout.contains("exports  wasm-ccm:provider/clusters@0.2.2\n"), "{}", text.stdout);
 
     // Verify: the right key and pin pass; another key, another pin fail.
     let digest = sha256_digest(&wasm);
@@ -207,7 +207,7 @@ async fn what_is_not_a_provider() {
     let text = wasm_ccm(&["inspect", &other]).ok();
     assert!(
         text.field("world").starts_with(
-            "wasm-ccm:provider/cloud-provider@0.2.1: not a provider: missing export wasm-ccm:provider/provider@0.2.1"
+            "wasm-ccm:provider/cloud-provider@0.2.2: not a provider: missing export wasm-ccm:provider/provider@0.2.2"
         ),
         "{}",
         text.stdout

@@ -18,12 +18,13 @@ import (
 // signatures.
 
 type (
-	unitResult    = abi.Result[abi.Unit, wit.CloudError]
-	boolResult    = abi.Result[bool, wit.CloudError]
-	stringResult  = abi.Result[string, wit.CloudError]
-	addressResult = abi.Result[[]wit.NodeAddress, wit.CloudError]
-	zoneResult    = abi.Result[wit.Zone, wit.CloudError]
-	stateResult   = abi.Result[witbatch.InstanceState, wit.CloudError]
+	unitResult     = abi.Result[abi.Unit, wit.CloudError]
+	boolResult     = abi.Result[bool, wit.CloudError]
+	stringResult   = abi.Result[string, wit.CloudError]
+	addressResult  = abi.Result[[]wit.NodeAddress, wit.CloudError]
+	zoneResult     = abi.Result[wit.Zone, wit.CloudError]
+	stateResult    = abi.Result[witbatch.InstanceState, wit.CloudError]
+	metadataResult = abi.Result[wit.InstanceMetadata, wit.CloudError]
 )
 
 // InitializeProvider is provider.initialize.
@@ -168,6 +169,34 @@ func lowerStates(states []cloudprovider.InstanceState) ([]stateResult, error) {
 			continue
 		}
 		lowered[i] = abi.Ok[witbatch.InstanceState, wit.CloudError](witbatch.InstanceState{Exists: state.Exists, ShutDown: state.Exists && state.ShutDown})
+	}
+	return lowered, nil
+}
+
+// BatchMetadata is metadata-batch.metadata: not implemented unless the
+// provider's InstancesV2 is also a MetadataBatch.
+func BatchMetadata(nodes *witnodes.NodeSet) abi.Result[[]metadataResult, wit.CloudError] {
+	defer nodes.Drop()
+	instances, err := InstancesV2()
+	if err != nil {
+		return Failed[[]metadataResult](err)
+	}
+	batch, ok := instances.(cloudprovider.MetadataBatch)
+	if !ok {
+		return Failed[[]metadataResult](cloudprovider.NotImplemented)
+	}
+	answers, err := batch.BatchMetadata(Context(), lend(nodes))
+	return Result(answers, err, lowerMetadataAnswers)
+}
+
+func lowerMetadataAnswers(answers []cloudprovider.MetadataAnswer) ([]metadataResult, error) {
+	lowered := make([]metadataResult, len(answers))
+	for i, answer := range answers {
+		if answer.Err != nil {
+			lowered[i] = Failed[wit.InstanceMetadata](answer.Err)
+			continue
+		}
+		lowered[i] = Result(answer.Metadata, nil, LowerMetadata)
 	}
 	return lowered, nil
 }

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use wasm_ccm_cloud::{BatchAnswers, Cloud, Function, Interface, NodeSet, Route};
+use wasm_ccm_cloud::{Cloud, Function, Interface, NodeSet, ProviderError, Route};
 use wasm_ccm_host::{Engine, EngineSettings, LoadedProvider, ProviderHandle};
 
 use crate::ProviderArgs;
@@ -55,7 +55,7 @@ impl Input {
             F::GetLoadBalancer | F::GetLoadBalancerName | F::EnsureLoadBalancerDeleted => Input::Service,
             F::EnsureLoadBalancer | F::UpdateLoadBalancer => Input::ServiceAndNodes,
             F::InstanceExists | F::InstanceShutdown | F::InstanceMetadata => Input::Node,
-            F::InstanceStates => Input::Nodes,
+            F::InstanceStates | F::BatchMetadata => Input::Nodes,
             F::NodeAddresses | F::InstanceId | F::InstanceType | F::GetZoneByNodeName => Input::NodeName,
             F::NodeAddressesByProviderId
             | F::InstanceTypeByProviderId
@@ -161,13 +161,19 @@ fn parse<T: DeserializeOwned>(input: &Option<String>, function: Function) -> any
     serde_json::from_str(&text).with_context(|| format!("invalid input for {name}"))
 }
 
-/// A batch's answers by node: `{"node": name, "exists": bool, "shutDown":
-/// bool}`, or `{"node": name, "error": message}`.
-fn batch_answers(nodes: &NodeSet, answers: BatchAnswers) -> Value {
+/// A batch's answers by node: `{"node": name, ...}` with the fields of
+/// `answer`'s object (`"exists"` and `"shutDown"`, say), or `{"node": name,
+/// "error": message}`.
+fn by_node<T>(nodes: &NodeSet, answers: Vec<Result<T, ProviderError>>, answer: impl Fn(T) -> Value) -> Value {
     let names = nodes.current().names();
-    let answers = names.iter().zip(answers).map(|(node, answer)| match answer {
-        Ok(state) => json!({"node": node, "exists": state.exists, "shutDown": state.shut_down}),
-        Err(err) => json!({"node": node, "error": err.to_string()}),
+    let answers = names.iter().zip(answers).map(|(node, result)| {
+        let mut object = serde_json::Map::from_iter([("node".to_owned(), json!(node))]);
+        match result.map(&answer) {
+            Ok(Value::Object(fields)) => object.extend(fields),
+            Ok(other) => drop(object.insert("answer".to_owned(), other)),
+            Err(err) => drop(object.insert("error".to_owned(), json!(err.to_string()))),
+        }
+        Value::Object(object)
     });
     Value::Array(answers.collect())
 }
@@ -225,7 +231,13 @@ async fn invoke(cloud: &impl Cloud, function: Function, input: &Option<String>) 
         F::MaxBatch => json!(info.max_batch),
         F::InstanceStates => {
             let nodes = NodeSet::of(parse::<Vec<Node>>(input, function)?);
-            batch_answers(&nodes, cloud.instance_states(&nodes).await?)
+            let answers = cloud.instance_states(&nodes).await?;
+            by_node(&nodes, answers, |state| json!({"exists": state.exists, "shutDown": state.shut_down}))
+        }
+        F::BatchMetadata => {
+            let nodes = NodeSet::of(parse::<Vec<Node>>(input, function)?);
+            let answers = cloud.batch_metadata(&nodes).await?;
+            by_node(&nodes, answers, |metadata| serde_json::to_value(metadata).unwrap_or_default())
         }
         F::InstanceExists => json!(cloud.instance_exists(&parse(input, function)?).await?),
         F::InstanceShutdown => json!(cloud.instance_shutdown(&parse(input, function)?).await?),
@@ -299,5 +311,21 @@ mod tests {
         let service = json!({"service": {"metadata": {"name": "web", "namespace": "default"}}, "nodes": []});
         invoke(&cloud, Function::EnsureLoadBalancer, &Some(service.to_string())).await.unwrap();
         assert_eq!(cloud.take_calls(), ["get-zone-by-node-name node-a", "ensure default/web"], "no input, no call");
+    }
+
+    #[tokio::test]
+    async fn batches_are_answered_by_node() {
+        let cloud = TestCloud::default().with_instance("node-a", "i-a", "10.0.0.1").with_max_batch(10);
+        let nodes = Some(json!([{"metadata": {"name": "node-a"}}, {"metadata": {"name": "node-z"}}]).to_string());
+        let states = invoke(&cloud, Function::InstanceStates, &nodes).await.unwrap();
+        let expected = json!([
+            {"node": "node-a", "exists": true, "shutDown": false},
+            {"node": "node-z", "exists": false, "shutDown": false},
+        ]);
+        assert_eq!(states, expected);
+        let metadata = invoke(&cloud, Function::BatchMetadata, &nodes).await.unwrap();
+        assert_eq!(metadata[0]["node"], "node-a");
+        assert_eq!(metadata[0]["providerId"], "test://i-a");
+        assert_eq!(metadata[1], json!({"node": "node-z", "error": "instance not found"}));
     }
 }

@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn the_world_is_checked() {
-        let complete = World::of(&inspection(required_exports(), vec!["wasm-ccm:provider/http@0.2.1".into()]));
+        let complete = World::of(&inspection(required_exports(), vec!["wasm-ccm:provider/http@0.2.2".into()]));
         assert!(complete.provider && complete.problems.is_empty(), "{complete:?}");
 
         let mut exports = required_exports();
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(
             partial.problems,
             [
-                "missing export wasm-ccm:provider/routes@0.2.1",
+                "missing export wasm-ccm:provider/routes@0.2.2",
                 "imports wasi:sockets/tcp@0.2.6, which this host does not provide"
             ]
         );
@@ -156,8 +156,8 @@ mod tests {
         let text = text(&report);
         assert!(
             text.ends_with(
-                "world    wasm-ccm:provider/cloud-provider@0.2.1: not a provider: missing export \
-                 wasm-ccm:provider/routes@0.2.1\n         imports wasi:sockets/tcp@0.2.6, which this host does not provide\n"
+                "world    wasm-ccm:provider/cloud-provider@0.2.2: not a provider: missing export \
+                 wasm-ccm:provider/routes@0.2.2\n         imports wasi:sockets/tcp@0.2.6, which this host does not provide\n"
             ),
             "{text}"
         );

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::Node;
-use wasm_ccm_cloud::{BatchAnswers, Cloud, InstanceState, NodeSet, NodeSnapshot, ProviderError};
+use wasm_ccm_cloud::{BatchAnswers, Cloud, InstanceState, NodeSet, ProviderError};
 
+use crate::batches::{in_batches, one_at_a_time};
 use crate::instances;
 
 /// What the lifecycle asks of a node, by upstream's names.
@@ -37,29 +37,13 @@ pub(super) type Answer = (Arc<Node>, Result<InstanceState, (Question, ProviderEr
 /// Asks of every node of `nodes` whether its instance exists and is shut
 /// down, at most `concurrency` calls at once, and gives one answer per
 /// node, in no particular order. Batches hold nodes of neighbouring names.
-pub(super) async fn ask<C: Cloud>(cloud: &C, mut nodes: Vec<Arc<Node>>, concurrency: usize) -> Vec<Answer> {
+pub(super) async fn ask<C: Cloud>(cloud: &C, nodes: Vec<Arc<Node>>, concurrency: usize) -> Vec<Answer> {
     let info = cloud.info();
     let batch = usize::try_from(info.max_batch).unwrap_or(usize::MAX);
-    let concurrency = concurrency.max(1);
     if info.parts.instances_v2 && batch > 0 {
-        // Batches of neighbours by name: the same batches every pass.
-        nodes.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let batches: Vec<NodeSet> = nodes.chunks(batch).map(node_set).collect();
-        stream::iter(batches)
-            .map(|set| ask_batch(cloud, set))
-            .buffer_unordered(concurrency)
-            .flat_map(stream::iter)
-            .collect()
-            .await
+        in_batches(nodes, batch, concurrency, |set| ask_batch(cloud, set)).await
     } else {
-        stream::iter(nodes)
-            .map(|node| async move {
-                let state = ask_one(cloud, &node).await;
-                (node, state)
-            })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await
+        one_at_a_time(nodes, concurrency, |node| async move { ask_one(cloud, &node).await }).await
     }
 }
 
@@ -71,10 +55,6 @@ async fn ask_one<C: Cloud>(cloud: &C, node: &Node) -> Result<InstanceState, (Que
     }
     let shut_down = instances::instance_shutdown(cloud, node).await.map_err(|err| (Question::ShutDown, err))?;
     Ok(InstanceState { exists, shut_down })
-}
-
-fn node_set(nodes: &[Arc<Node>]) -> NodeSet {
-    NodeSet::new(Arc::new(NodeSnapshot::new(nodes.to_vec())), None)
 }
 
 /// One batch call; an error of the whole call is every node's answer, as

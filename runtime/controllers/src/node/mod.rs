@@ -18,13 +18,11 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
 use self::initialize::InitializeNode;
-use self::refresh::RefreshNode;
+use self::refresh::RefreshNodes;
 use crate::config::ControllerName;
 use crate::context::Context;
 use crate::driver::{Controller, Watcher};
-use crate::nodes::NodeCache;
 use crate::runner::{Runner, Stopped, stopping_all_on_failure};
-use crate::taints::{UNINITIALIZED, has_taint};
 use crate::workqueue::WorkQueue;
 use wasm_ccm_kube::informer::Change;
 
@@ -33,8 +31,7 @@ use wasm_ccm_kube::informer::Change;
 pub struct CloudNodeController<C: Cloud> {
     triggers: Arc<NodeTriggers>,
     initialize: Runner<InitializeNode<C>>,
-    refresh: Runner<RefreshNode<C>>,
-    nodes: NodeCache,
+    refresh: RefreshNodes<C>,
     refresh_period: Duration,
 }
 
@@ -62,13 +59,11 @@ impl<C: Cloud> CloudNodeController<C> {
         let settings = &ctx.settings;
         let initialize =
             Runner::new(InitializeNode::new(ctx.clone()), settings.concurrent_node_syncs, ctx.metrics.clone());
-        let refresh =
-            Runner::new(RefreshNode::new(ctx.clone()), settings.concurrent_node_status_updates, ctx.metrics.clone());
+        let refresh = RefreshNodes::new(ctx.clone());
         CloudNodeController {
             triggers: Arc::new(NodeTriggers { queue: initialize.queue() }),
             initialize,
             refresh,
-            nodes: ctx.nodes.clone(),
             refresh_period: ctx.settings.node_status_update_frequency,
         }
     }
@@ -84,18 +79,10 @@ impl<C: Cloud> Controller for CloudNodeController<C> {
     /// Runs initialisation and the address refresh.
     async fn run(self, stop: CancellationToken) -> Result<(), Stopped> {
         let working = stop.child_token();
-        let nodes = self.nodes;
-        let initialized = move || {
-            let initialized = nodes.all().into_iter().filter(|node| !has_taint(node, UNINITIALIZED));
-            initialized.map(|node| node.metadata.name.clone().unwrap_or_default()).collect()
-        };
-        let (initialize, refresh) = tokio::join!(
+        let (initialize, ()) = tokio::join!(
             stopping_all_on_failure(self.initialize.run(working.clone()), &working),
-            stopping_all_on_failure(
-                self.refresh.run_sweeping(self.refresh_period, initialized, working.clone()),
-                &working
-            ),
+            self.refresh.run(self.refresh_period, working.clone()),
         );
-        initialize.and(refresh)
+        initialize
     }
 }
