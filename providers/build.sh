@@ -97,10 +97,11 @@ go_tools() {
     go_tools_ready=1
 }
 
-# go_guest DIR NAME OUT: builds the Go provider module in DIR into the
-# component OUT/NAME.wasm.
+# go_guest DIR NAME OUT [WIT]: builds the Go provider module in DIR into the
+# component OUT/NAME.wasm, of the contract in WIT (wit/ by default) that the
+# SDK's bindings were generated from.
 go_guest() {
-    local dir=$1 file="${2//-/_}.wasm" out=$3 work
+    local dir=$1 file="${2//-/_}.wasm" out=$3 wit=${4:-$root/wit} work
     go_tools
     work=$(mktemp -d)
     (
@@ -109,7 +110,7 @@ go_guest() {
             go build -buildmode=c-shared -trimpath -ldflags=-checklinkname=0 -o "$work/core.wasm" .
     )
     "$component_tools" pack-data "$work/core.wasm" "$work/packed.wasm"
-    wasm-tools component embed --world batching-cloud-provider "$root/wit" "$work/packed.wasm" -o "$work/embedded.wasm"
+    wasm-tools component embed --world batching-cloud-provider "$wit" "$work/packed.wasm" -o "$work/embedded.wasm"
     mkdir -p "$out"
     wasm-tools component new "$work/embedded.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$out/$file"
     rm -rf "$work"
@@ -149,3 +150,16 @@ cargo_guest --locked --manifest-path "$root/Cargo.toml" "${packages[@]}"
 for guest in "${guests[@]}"; do copy "$guest" "$root/target/wasm"; done
 go_guest "$root/providers/fake-go" provider-fake-go "$root/target/wasm"
 go_guest "$root/tests/guests/hostile-go" guest-hostile-go "$root/target/wasm"
+
+# The Go fake as a provider built against contract 0.2.1 is: wit/ without
+# what 0.2.2 added (metadata-batch), so that the tests can show the host
+# serves it unchanged. The SDK's bindings are generated from it for this
+# build, then from wit/ again.
+old_wit=$(mktemp -d)
+cp -r "$root/wit/." "$old_wit"
+rm "$old_wit/metadata-batch.wit"
+sed -i -e '/export metadata-batch;/d' -e 's/@0\.2\.2/@0.2.1/g' "$old_wit"/*.wit
+WIT_DIR=$old_wit "$root/guest-sdk-go/generate.sh"
+go_guest "$root/providers/fake-go" provider-fake-go-0-2-1 "$root/target/wasm" "$old_wit"
+"$root/guest-sdk-go/generate.sh"
+rm -rf "$old_wit"

@@ -185,6 +185,24 @@ async fn batches_answer_as_single_questions(component: &str) {
     assert_eq!(one_at_a_time.instance_states(&set).await, Err(ProviderError::NotImplemented), "{component}");
 }
 
+/// A provider built against contract 0.2.1, before `metadata-batch`: the
+/// host finds its `instances-batch@0.2.1` and asks its lifecycle questions
+/// in batches, and asks its metadata one node at a time.
+#[tokio::test]
+async fn a_provider_of_contract_0_2_1_is_served_unchanged() {
+    let cloud = FakeCloud::start().await.unwrap();
+    let old = fake("provider-fake-go-0-2-1", &cloud, json!({})).await;
+    assert_eq!(old.info().max_batch, 500);
+    let set = NodeSet::of([node("node-a", None), node("node-c", None)]);
+    let states = old.instance_states(&set).await.unwrap();
+    let state = |exists, shut_down| Ok(InstanceState { exists, shut_down });
+    assert_eq!(states, [state(true, false), state(false, false)]);
+    assert_eq!(old.batch_metadata(&set).await, Err(ProviderError::NotImplemented), "no metadata-batch before 0.2.2");
+    assert_eq!(old.instance_metadata(&node("node-a", None)).await.unwrap().provider_id, "fake://i-a");
+    let current = fake("provider-fake-go", &cloud, json!({})).await;
+    assert_eq!(current.batch_metadata(&set).await.unwrap()[0].as_ref().unwrap().provider_id, "fake://i-a");
+}
+
 async fn instances_v1(component: &str) {
     let cloud = FakeCloud::start().await.unwrap();
     let handle = fake(component, &cloud, json!({})).await;

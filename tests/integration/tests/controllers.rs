@@ -712,6 +712,16 @@ mod go_fake {
         FAKE_COMPONENT.scope("provider-fake-go", scenario).await;
     }
 
+    /// A provider of contract 0.2.1, without `metadata-batch`: asked for
+    /// addresses one node at a time, and for its lifecycle in batches.
+    #[tokio::test]
+    async fn a_provider_of_contract_0_2_1_refreshes_addresses_one_node_at_a_time() {
+        let scenario = super::addresses_follow_the_cloud(&Backend::Harness);
+        FAKE_COMPONENT.scope("provider-fake-go-0-2-1", scenario).await;
+        let scenario = super::gone_instances_are_deleted_and_stopped_ones_tainted(&Backend::Harness);
+        FAKE_COMPONENT.scope("provider-fake-go-0-2-1", scenario).await;
+    }
+
     /// Through the SDK's `InstancesBatch`.
     #[tokio::test]
     async fn gone_instances_are_deleted_and_stopped_ones_tainted() {
