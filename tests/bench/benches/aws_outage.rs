@@ -1,9 +1,11 @@
 //! A zone outage against the AWS provider: thousands of instances in
 //! `moto_server`, tagged for the cluster, and their nodes NotReady, served
-//! by the `wasm-ccm` binary (default settings, the node lifecycle
-//! controller alone) against the API server harness. Reported: the EC2 requests of each node lifecycle pass (from
-//! moto's recording of the requests it served, over 30 s, after 20 s to
-//! settle), beside the goal of one request per 500 nodes.
+//! by the `wasm-ccm` binary (default settings but a call deadline moto can
+//! meet) against the API server harness, once with the node lifecycle
+//! controller alone and once with the cloud node controller alone, its
+//! address refresh every 5 s. Reported: the EC2 requests of each pass (from
+//! moto's recording of the requests it served over three passes, every one
+//! answered), beside the goal of one request per 500 nodes.
 //!
 //! Needs the release `wasm-ccm` (`cargo build --release -p wasm-ccm`), the
 //! AWS provider (`providers/build.sh`) and `moto_server`.
@@ -17,7 +19,7 @@ use kube::api::Api;
 use serde_json::json;
 use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_bench::services::create_all;
-use wasm_ccm_bench::{lifecycle_passes, wasm_ccm_run};
+use wasm_ccm_bench::{metric_sum, wasm_ccm_run};
 use wasm_ccm_tests::moto::{Moto, REGION, SeededInstance};
 use wasm_ccm_tests::{free_port, repository};
 
@@ -26,6 +28,10 @@ const CLUSTER: &str = "kubernetes";
 /// The passes measured.
 const PASSES: f64 = 3.0;
 const TIMEOUT: Duration = Duration::from_secs(900);
+/// The provider's call deadline: moto answers a listing of 5000 instances
+/// in tens of seconds, past the default 30 s, where EC2 answers a page of a
+/// thousand in about one.
+const DEADLINE: &str = "180s";
 
 /// `arg["count"]` running instances in a subnet of their own in VPC
 /// `arg["vpc"]`, tagged for the cluster, a thousand a request.
@@ -60,9 +66,38 @@ fn node(instance: &SeededInstance) -> Node {
     .expect("a node")
 }
 
-/// The EC2 requests of [`PASSES`] lifecycle passes, by action, and how
+/// The passes of one controller that a run measures.
+struct Passes {
+    /// Its name, as `--controllers` takes it.
+    controller: &'static str,
+    /// What it asks EC2 in a pass.
+    asks: &'static str,
+    /// Its flags.
+    flags: &'static [&'static str],
+    /// The counter of its passes, and of those the cloud refused.
+    passes: &'static str,
+    refused: &'static str,
+}
+
+const LIFECYCLE: Passes = Passes {
+    controller: "cloud-node-lifecycle-controller",
+    asks: "the node lifecycle: whether each instance exists and is shut down",
+    flags: &[],
+    passes: "cloud_node_lifecycle_passes_total",
+    refused: "cloud_node_lifecycle_passes_total{outcome=\"refused\"",
+};
+
+const REFRESH: Passes = Passes {
+    controller: "cloud-node-controller",
+    asks: "the address refresh: each instance's metadata",
+    flags: &["--node-status-update-frequency", "5s"],
+    passes: "cloud_node_status_passes_total",
+    refused: "reconcile_errors_total{controller=\"cloud-node-status\"",
+};
+
+/// The EC2 requests of [`PASSES`] passes of `measured`, by action, and how
 /// long the passes took.
-async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, Duration)> {
+async fn outage(nodes: usize, measured: &Passes, dir: &Path) -> anyhow::Result<(Vec<String>, Duration)> {
     let (moto, instances) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let moto = Moto::start()?;
         let seed = moto.seed(CLUSTER)?;
@@ -88,9 +123,10 @@ async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, Durati
     let mut command = wasm_ccm_run(&kubeconfig)?;
     command
         .args(["--admin-plain-http", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
-        // The node lifecycle alone: the cloud node controller's address
-        // refresh asks EC2 about each node on its own, every 5 minutes.
-        .args(["--controllers", "cloud-node-lifecycle-controller"])
+        // One controller alone, so that its requests are all there are.
+        .args(["--controllers", measured.controller])
+        .args(measured.flags)
+        .args(["--provider-deadline", DEADLINE])
         .arg("--provider")
         .arg(repository().join("target/wasm/provider_aws.wasm"))
         .arg("--cloud-config")
@@ -102,12 +138,13 @@ async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, Durati
     let result = async {
         // From the end of one pass to the end of the third after it: moto
         // records the requests of exactly those passes.
-        let mut last = lifecycle_passes(port).unwrap_or_default();
+        let passes = || metric_sum(port, measured.passes);
+        let mut last = passes().unwrap_or_default();
         let deadline = Instant::now() + TIMEOUT;
         loop {
             anyhow::ensure!(child.try_wait()?.is_none(), "wasm-ccm exited");
-            anyhow::ensure!(Instant::now() < deadline, "no lifecycle pass ended");
-            let now = lifecycle_passes(port).unwrap_or_default();
+            anyhow::ensure!(Instant::now() < deadline, "no pass ended");
+            let now = passes().unwrap_or_default();
             if now > last && now >= 1.0 {
                 last = now;
                 break;
@@ -116,12 +153,15 @@ async fn outage(nodes: usize, dir: &Path) -> anyhow::Result<(Vec<String>, Durati
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         moto.forget_requests()?;
+        let refused = || metric_sum(port, measured.refused);
+        let refused_before = refused()?;
         let started = Instant::now();
-        while lifecycle_passes(port)? < last + PASSES {
+        while passes()? < last + PASSES {
             anyhow::ensure!(Instant::now() < deadline, "the passes did not end");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let elapsed = started.elapsed();
+        anyhow::ensure!(refused()? == refused_before, "EC2 refused a measured pass: see wasm-ccm's log");
         Ok((moto.actions()?, elapsed))
     }
     .await;
@@ -140,18 +180,24 @@ fn main() -> anyhow::Result<()> {
     let dir = tempfile::Builder::new().prefix("wasm-ccm-bench-aws-outage-").tempdir()?;
     runtime.block_on(async {
         println!("## A zone outage, the AWS provider against moto\n");
-        println!("| NotReady nodes | EC2 requests in {PASSES} passes | per pass | goal (nodes / 500) | time a pass |");
-        println!("|---|---|---|---|---|");
-        for nodes in counts {
-            let (actions, elapsed) = outage(nodes, dir.path()).await?;
-            let describes = actions.iter().filter(|action| *action == "DescribeInstances").count();
-            anyhow::ensure!(describes == actions.len(), "requests besides DescribeInstances: {actions:?}");
+        for measured in [LIFECYCLE, REFRESH] {
+            println!("{}\n", measured.asks);
             println!(
-                "| {nodes} | {describes} | {:.1} | {} | {:.1} s |",
-                describes as f64 / PASSES,
-                nodes / 500,
-                elapsed.as_secs_f64() / PASSES
+                "| NotReady nodes | EC2 requests in {PASSES} passes | per pass | goal (nodes / 500) | time a pass |"
             );
+            println!("|---|---|---|---|---|");
+            for &nodes in &counts {
+                let (actions, elapsed) = outage(nodes, &measured, dir.path()).await?;
+                let describes = actions.iter().filter(|action| *action == "DescribeInstances").count();
+                anyhow::ensure!(describes == actions.len(), "requests besides DescribeInstances: {actions:?}");
+                println!(
+                    "| {nodes} | {describes} | {:.1} | {} | {:.1} s |",
+                    describes as f64 / PASSES,
+                    nodes / 500,
+                    elapsed.as_secs_f64() / PASSES
+                );
+            }
+            println!();
         }
         anyhow::Ok(())
     })
