@@ -436,6 +436,41 @@ async fn an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_addres
     assert!(!log.contains("the provider serves from the providers file"), "the ranges changed without a reload: {log}");
 }
 
+/// Services waiting at start-up for two providers whose clouds both answer
+/// one address: one Service publishes it and the other is refused, however
+/// the two lanes' checks interleave. On the real API server.
+#[tokio::test]
+async fn two_providers_answering_one_address_at_once_publish_it_once() {
+    let mut setup = Setup::start_real("two_providers_answering_one_address_at_once_publish_it_once").await;
+    const B_ON_A_S_POOL: Vendor = Vendor { pool: A.pool, prefix: A.prefix, ..B };
+    let (a, mut b) = (setup.fake(&A).await, setup.fake(&B_ON_A_S_POOL).await);
+    b["ingressRanges"] = json!([A.pool]);
+    setup.write(&[&a, &b]);
+    let address = "198.51.100.5";
+    let mut services = Vec::new();
+    for (name, class) in [("a-web", A.classes[0]), ("b-web", B.classes[0])] {
+        let mut service = service(name, Some(class), &[]);
+        service.spec.as_mut().unwrap().load_balancer_ip = Some(address.to_owned());
+        services.push(service);
+    }
+    setup.create(services).await;
+    let _process = setup.run().await;
+
+    let failed = setup.wait_event("SyncLoadBalancerFailed", None, address).await;
+    let loser = failed.involved_object.name.clone().unwrap();
+    let winner = if loser == "a-web" { "b-web" } else { "a-web" };
+    assert_eq!(setup.wait_ingress(winner, |ingress| ingress == address).await, address);
+    let note = failed.message.clone().unwrap_or_default();
+    assert!(
+        note.contains(&format!("which is the load balancer ingress of Service default/{winner}"))
+            || note.contains(&format!("which is being published for Service default/{winner}")),
+        "{note}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(setup.ingress(&loser).await, None, "published once: {loser} keeps none");
+    assert_eq!(setup.ingress(winner).await.as_deref(), Some(address));
+}
+
 #[tokio::test]
 async fn the_file_s_paths_stay_beneath_the_roots_and_a_secret_volume_reloads() {
     let mut setup = Setup::start().await;

@@ -199,11 +199,6 @@ impl<'a> Answer<'a> {
         Answer { addresses: addresses(status).collect() }
     }
 
-    /// Whether it answers no IP address.
-    pub fn is_empty(&self) -> bool {
-        self.addresses.is_empty()
-    }
-
     /// Its IP addresses.
     pub fn addresses(&self) -> impl Iterator<Item = IpAddr> {
         self.addresses.iter().map(|(address, _)| *address)

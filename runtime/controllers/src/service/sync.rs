@@ -3,6 +3,8 @@
 //! the load balancer of a Service that vanished, or came back with another
 //! UID, from the copy last seen.
 
+use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
@@ -15,6 +17,7 @@ use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_kube::writes;
 
 use super::ServiceKey;
+use super::addresses::Reservation;
 use super::claim::{Claim, Decision, annotation};
 use super::memory::Memory;
 use super::policy::SharedPolicy;
@@ -160,9 +163,7 @@ impl<C: Cloud> ServiceSync<C> {
             }
             Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
-        if let Some(refused) = self.refused(&service, &status) {
-            return Err(refused.into());
-        }
+        let reservation = self.reserve(key, &service, &status)?;
         let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
         if quiet && (same_ingress(&current, &status) || self.memory.written(key, &status, &service)) {
             tracing::debug!(service = %key, "the resync found the load balancer as it should be");
@@ -170,26 +171,32 @@ impl<C: Cloud> ServiceSync<C> {
             self.ctx.events.normal(reference, "EnsuredLoadBalancer", "Ensured load balancer");
         }
         self.memory.ensured(key, nodes);
-        self.patch_status(key, &service, status).await
+        self.patch_status(key, &service, status).await?;
+        reservation.written();
+        Ok(())
     }
 
-    /// Why the provider's answer `status` for `service` may not be
-    /// published, if it may not.
-    fn refused(&self, service: &Service, status: &LoadBalancerStatus) -> Option<ingress::RefusedIngress> {
+    /// Reserves the addresses of the provider's answer `status` for
+    /// `service` until it is published, unless it may not be published.
+    fn reserve(
+        &self,
+        key: &ServiceKey,
+        service: &Service,
+        status: &LoadBalancerStatus,
+    ) -> Result<Reservation, ingress::RefusedIngress> {
         let pod_networks = self.ctx.nodes.pod_networks();
         let networks = ingress::ClusterNetworks { settings: &self.ctx.settings, pod_networks: &pod_networks };
-        self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, networks)).or_else(|| {
-            let answer = ingress::Answer::new(status);
-            if answer.is_empty() {
-                return None;
-            }
-            let holders = self.claim.roster().addresses().holders(answer.addresses());
-            let ours = |other: &Service| self.claim.owns(other);
-            holders
-                .into_iter()
-                .filter_map(|key| self.services.get(&key))
-                .find_map(|other| answer.taken_by(service, &other, ours))
-        })
+        if let Some(refused) = self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, networks)) {
+            return Err(refused);
+        }
+        let answer = ingress::Answer::new(status);
+        let addresses: Vec<IpAddr> = answer.addresses().collect();
+        let ours = |other: &Service| self.claim.owns(other);
+        let taken = |holders: HashSet<ServiceKey>| {
+            let mut others = holders.into_iter().filter_map(|key| self.services.get(&key));
+            others.find_map(|other| answer.taken_by(service, &other, ours))
+        };
+        self.claim.roster().addresses().reserve(key, self.claim.provider(), &addresses, taken)
     }
 
     /// Deletes the load balancer, then lets the Service go with its
