@@ -29,11 +29,18 @@ pub trait OwnedFixture {
     /// With the status condition recording `provider` as the owner of the
     /// load balancer.
     fn recorded_as(self, provider: &str) -> Self;
+
+    /// Likewise, claimed at `time`.
+    fn claimed_by(self, provider: &str, time: k8s_openapi::jiff::Timestamp) -> Self;
 }
 
 impl OwnedFixture for Service {
-    fn recorded_as(mut self, provider: &str) -> Self {
-        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    fn recorded_as(self, provider: &str) -> Self {
+        self.claimed_by(provider, k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    fn claimed_by(mut self, provider: &str, time: k8s_openapi::jiff::Timestamp) -> Self {
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(time);
         let condition = serde_json::from_value(claim_patch(provider, now)["status"]["conditions"][0].clone())
             .expect("the record is a condition");
         let status = self.status.get_or_insert_default();

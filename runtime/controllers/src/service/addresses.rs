@@ -132,7 +132,7 @@ impl AddressIndex {
             {
                 let (namespace, name) = (other.key.namespace.as_deref().unwrap_or_default(), &other.key.name);
                 let why = format!("being published for Service {namespace}/{name} by provider {}", other.provider);
-                return Err(RefusedIngress { address: address.to_string(), why });
+                return Err(RefusedIngress { address: address.to_string(), why, kept_by_another: false });
             }
         }
         for address in addresses {
@@ -237,7 +237,7 @@ mod tests {
         let taken = |holders: HashSet<ServiceKey>| {
             let others: Vec<String> = names(holders).into_iter().filter(|holder| holder != name).collect();
             let why = format!("held by {others:?}");
-            (!others.is_empty()).then(|| RefusedIngress { address: address.to_owned(), why })
+            (!others.is_empty()).then(|| RefusedIngress { address: address.to_owned(), why, kept_by_another: false })
         };
         index.reserve(&key(name), &Arc::from(provider), &[ip(address)], taken).map_err(|refused| refused.why)
     }

@@ -15,6 +15,7 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
 use wasm_ccm_cloud::address::canonical_ip as canonical;
 
+use super::ownership;
 use crate::config::Settings;
 
 /// An ingress address a provider answered that is not published.
@@ -25,6 +26,9 @@ pub struct RefusedIngress {
     pub address: String,
     /// Why it is refused.
     pub why: String,
+    /// Another provider's Service publishes the address and keeps it: a
+    /// Service publishing it too lets it go.
+    pub kept_by_another: bool,
 }
 
 /// Where one provider's ingress answers must fall, set by the operator:
@@ -150,7 +154,11 @@ pub fn refused(
     let ingress = status.ingress.as_deref().unwrap_or_default();
     if ingress.len() > MAX_INGRESS {
         let address = format!("{} entries", ingress.len());
-        return Some(RefusedIngress { address, why: format!("more than the {MAX_INGRESS} one answer may hold") });
+        return Some(RefusedIngress {
+            address,
+            why: format!("more than the {MAX_INGRESS} one answer may hold"),
+            kept_by_another: false,
+        });
     }
     ingress.iter().find_map(|ingress| {
         let address = ingress.ip.as_deref().and_then(|text| {
@@ -160,7 +168,7 @@ pub fn refused(
                     (!ranges.allows_address(canonical(address))).then_some("outside the provider's ingress ranges")
                 })?,
             };
-            Some(RefusedIngress { address: text.to_owned(), why: why.to_owned() })
+            Some(RefusedIngress { address: text.to_owned(), why: why.to_owned(), kept_by_another: false })
         });
         address.or_else(|| {
             let name = ingress.hostname.as_deref()?;
@@ -171,7 +179,7 @@ pub fn refused(
             } else {
                 return None;
             };
-            Some(RefusedIngress { address: name.to_owned(), why: why.to_owned() })
+            Some(RefusedIngress { address: name.to_owned(), why: why.to_owned(), kept_by_another: false })
         })
     })
 }
@@ -220,14 +228,48 @@ impl<'a> Answer<'a> {
         let (address, as_what) = if let Some(text) = first_shared(&self.addresses, cluster_ips(other)) {
             (text, "the cluster IP")
         } else {
-            let published = other.status.as_ref().and_then(|status| status.load_balancer.as_ref());
-            let published = published.into_iter().flat_map(addresses).map(|(address, _)| address);
-            (first_shared(&self.addresses, published).filter(|_| !ours(other))?, "the load balancer ingress")
+            let address = first_shared(&self.addresses, published(other)).filter(|_| !ours(other))?;
+            if published(service).any(|ip| Some(ip) == self.ip(address)) && claimed_first(service, other) {
+                return None;
+            }
+            (address, "the load balancer ingress")
         };
         let namespace = other.metadata.namespace.as_deref().unwrap_or_default();
         let name = other.metadata.name.as_deref().unwrap_or_default();
-        Some(RefusedIngress { address: address.to_owned(), why: format!("{as_what} of Service {namespace}/{name}") })
+        Some(RefusedIngress {
+            address: address.to_owned(),
+            why: format!("{as_what} of Service {namespace}/{name}"),
+            kept_by_another: as_what == "the load balancer ingress",
+        })
     }
+
+    /// The IP address of `text`, one of the answer's.
+    fn ip(&self, text: &str) -> Option<IpAddr> {
+        self.addresses.iter().find(|(_, answered)| *answered == text).map(|(address, _)| *address)
+    }
+}
+
+/// Whether `service` claimed its load balancer before `other`, both by
+/// records this controller wrote: by the records' times, then by namespace
+/// and name, so that of two Services publishing one address (from before a
+/// restart, say) each lane finds the same one keeps it.
+fn claimed_first(service: &Service, other: &Service) -> bool {
+    let (Some(ours), Some(theirs)) = (ownership::claimed_at(service), ownership::claimed_at(other)) else {
+        return false;
+    };
+    let key = |service: &Service| (service.metadata.namespace.clone(), service.metadata.name.clone());
+    (ours.0, key(service)) < (theirs.0, key(other))
+}
+
+/// Whether `service` publishes `address`, an address as a provider wrote it.
+pub fn publishes(service: &Service, address: &str) -> bool {
+    address.parse().is_ok_and(|address| published(service).any(|ip| ip == canonical(address)))
+}
+
+/// The IP addresses `service` publishes.
+fn published(service: &Service) -> impl Iterator<Item = IpAddr> {
+    let published = service.status.as_ref().and_then(|status| status.load_balancer.as_ref());
+    published.into_iter().flat_map(addresses).map(|(address, _)| address)
 }
 
 /// The text of the first of `answered` that is one of `theirs`.
@@ -238,8 +280,7 @@ fn first_shared<'t>(answered: &[(IpAddr, &'t str)], mut theirs: impl Iterator<It
 /// The IP addresses `service` holds: its cluster IPs and the ingress of
 /// its published load balancer, those that parse.
 pub(super) fn held_addresses(service: &Service) -> impl Iterator<Item = IpAddr> {
-    let published = service.status.as_ref().and_then(|status| status.load_balancer.as_ref());
-    cluster_ips(service).chain(published.into_iter().flat_map(addresses).map(|(address, _)| address))
+    cluster_ips(service).chain(published(service))
 }
 
 /// The cluster IPs of `service` that parse.
@@ -307,7 +348,7 @@ mod tests {
     }
 
     fn refusal(address: &str, why: &str) -> Option<RefusedIngress> {
-        Some(RefusedIngress { address: address.to_owned(), why: why.to_owned() })
+        Some(RefusedIngress { address: address.to_owned(), why: why.to_owned(), kept_by_another: false })
     }
 
     #[test]
@@ -440,10 +481,12 @@ mod tests {
             others.iter().find_map(|other| Answer::new(&status).taken_by(&web, other, ours))
         };
         assert_eq!(answer(&["10.0.0.1"]), refusal("10.0.0.1", "the cluster IP of Service default/kubernetes"));
-        assert_eq!(
-            answer(&["192.0.2.5", "192.0.2.20"]),
-            refusal("192.0.2.20", "the load balancer ingress of Service default/theirs")
-        );
+        let kept = RefusedIngress {
+            address: "192.0.2.20".to_owned(),
+            why: "the load balancer ingress of Service default/theirs".to_owned(),
+            kept_by_another: true,
+        };
+        assert_eq!(answer(&["192.0.2.5", "192.0.2.20"]), Some(kept));
         assert_eq!(answer(&["192.0.2.30"]), None, "the provider may share its own address");
         assert_eq!(answer(&["192.0.2.5"]), None);
         let itself = published("web", "web", &["192.0.2.40"]);

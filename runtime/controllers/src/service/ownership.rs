@@ -14,7 +14,7 @@
 //! tenants get) can set it, and it lives and dies with the Service's UID.
 
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::{Value, json};
 
 use super::rules::{LOAD_BALANCER_FINALIZER, PROVIDER_ANNOTATION};
@@ -26,10 +26,17 @@ const REASON: &str = "Ensured";
 
 /// The provider recorded as the owner of `service`'s load balancer.
 pub fn recorded(service: &Service) -> Option<&str> {
+    record(service).map(|condition| condition.message.as_str()).filter(|provider| !provider.is_empty())
+}
+
+/// When the record of `service` was written: when its provider claimed it.
+pub fn claimed_at(service: &Service) -> Option<&Time> {
+    record(service).map(|condition| &condition.last_transition_time)
+}
+
+fn record(service: &Service) -> Option<&Condition> {
     let conditions = service.status.as_ref()?.conditions.as_ref()?;
-    let condition =
-        conditions.iter().find(|condition| condition.type_ == OWNER_CONDITION && condition.status == "True")?;
-    Some(condition.message.as_str()).filter(|provider| !provider.is_empty())
+    conditions.iter().find(|condition| condition.type_ == OWNER_CONDITION && condition.status == "True")
 }
 
 /// The strategic merge patch of the status subresource that adds the
@@ -73,7 +80,6 @@ pub fn release_patch(service: &Service) -> Value {
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ServiceStatus;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
     use super::*;
     use crate::fixtures::ServiceFixture;

@@ -163,8 +163,19 @@ impl<C: Cloud> ServiceSync<C> {
             }
             Err(err) => return Err(Error::cloud("failed to ensure load balancer")(err)),
         };
-        let reservation = self.reserve(key, &service, &status)?;
-        let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
+        let reservation = match self.reserve(key, &service, &status) {
+            Ok(reservation) => reservation,
+            Err(refused) => {
+                // Published by two Services, the address stays with the one
+                // that claimed first: this one lets it go.
+                if refused.kept_by_another && ingress::publishes(&service, &refused.address) {
+                    tracing::warn!(service = %key, address = refused.address, "another Service keeps the address; unpublishing it");
+                    self.patch_status(key, &service, LoadBalancerStatus::default()).await?;
+                }
+                return Err(refused.into());
+            }
+        };
+        let current = current_status(&service);
         if quiet && (same_ingress(&current, &status) || self.memory.written(key, &status, &service)) {
             tracing::debug!(service = %key, "the resync found the load balancer as it should be");
         } else {
@@ -291,7 +302,7 @@ impl<C: Cloud> ServiceSync<C> {
         service: &Service,
         desired: LoadBalancerStatus,
     ) -> Result<(), Error> {
-        let current = service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default();
+        let current = current_status(service);
         if same_ingress(&current, &desired) || self.memory.written(key, &desired, service) {
             return Ok(());
         }
@@ -313,6 +324,11 @@ impl<C: Cloud> ServiceSync<C> {
             Err(err) => Err(err),
         }
     }
+}
+
+/// The load balancer status `service` publishes.
+fn current_status(service: &Service) -> LoadBalancerStatus {
+    service.status.as_ref().and_then(|status| status.load_balancer.clone()).unwrap_or_default()
 }
 
 fn name(service: &Service) -> String {
@@ -805,6 +821,43 @@ mod tests {
         let message = err.to_string();
         assert!(message.contains("which is the load balancer ingress of Service default/theirs"), "{message}");
         assert_eq!(ingress(&env.service("web").await), None, "nothing published");
+    }
+
+    /// `web`, and `theirs` of provider vendor-b claimed at `theirs_claimed`,
+    /// both publishing every address the test cloud answers, as two
+    /// providers left them before a restart; `web` then synced, and claimed
+    /// now.
+    async fn publishing_one_address_twice(
+        theirs_claimed: k8s_openapi::jiff::Timestamp,
+    ) -> (TestEnv, Result<(), Error>) {
+        let mut env = env().await;
+        let every = (0..=255).map(|n| LoadBalancerIngress { ip: Some(format!("192.0.2.{n}")), ..Default::default() });
+        let published = ServiceStatus {
+            load_balancer: Some(LoadBalancerStatus { ingress: Some(every.collect()) }),
+            ..ServiceStatus::default()
+        };
+        let mut theirs = Service::test("theirs").with_class("example.com/b");
+        theirs.status = Some(published.clone());
+        env.add_service(theirs.claimed_by("vendor-b", theirs_claimed)).await;
+        let mut web = Service::test("web");
+        web.status = Some(published);
+        let key = ObjectRef::from_obj(&env.add_service(web).await);
+        let result = sync(&env, &Arc::default()).reconcile(&key).await.map(drop);
+        (env, result)
+    }
+
+    #[tokio::test]
+    async fn of_two_services_publishing_one_address_the_first_to_claim_keeps_it() {
+        let (mut env, result) = publishing_one_address_twice(k8s_openapi::jiff::Timestamp::UNIX_EPOCH).await;
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("which is the load balancer ingress of Service default/theirs"), "{message}");
+        assert_eq!(ingress(&env.service("web").await), None, "the later claim lets the address go");
+
+        let later = "2100-01-01T00:00:00Z".parse().unwrap();
+        let (mut env, result) = publishing_one_address_twice(later).await;
+        result.expect("the earlier claim keeps the address");
+        let published = env.service("web").await.status.unwrap().load_balancer.unwrap().ingress.unwrap();
+        assert_eq!(published.len(), 1, "the provider's answer alone: {published:?}");
     }
 
     #[tokio::test]
