@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Namespace, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use wasm_ccm_controllers::ownership;
@@ -469,6 +470,43 @@ async fn two_providers_answering_one_address_at_once_publish_it_once() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(setup.ingress(&loser).await, None, "published once: {loser} keeps none");
     assert_eq!(setup.ingress(winner).await.as_deref(), Some(address));
+}
+
+/// Two Services of two providers already publishing one address, as an
+/// earlier version could leave them: the one claimed first keeps it, the
+/// other is unpublished with a Warning, whichever lane syncs first. On the
+/// real API server.
+#[tokio::test]
+async fn an_address_two_services_publish_stays_with_the_first_claim() {
+    let mut setup = Setup::start_real("an_address_two_services_publish_stays_with_the_first_claim").await;
+    const B_ON_A_S_POOL: Vendor = Vendor { pool: A.pool, prefix: A.prefix, ..B };
+    let (a, mut b) = (setup.fake(&A).await, setup.fake(&B_ON_A_S_POOL).await);
+    b["ingressRanges"] = json!([A.pool]);
+    setup.write(&[&a, &b]);
+    let address = "198.51.100.5";
+    let services: Api<Service> = Api::default_namespaced(setup.client.clone());
+    // b-web claimed first, a-web a day later; both publish the address.
+    for (name, class, vendor, claimed) in [
+        ("b-web", B.classes[0], B.name, "2026-01-01T00:00:00Z"),
+        ("a-web", A.classes[0], A.name, "2026-01-02T00:00:00Z"),
+    ] {
+        let mut service = service(name, Some(class), &[]);
+        service.spec.as_mut().unwrap().load_balancer_ip = Some(address.to_owned());
+        setup.create(vec![service]).await;
+        let mut patch = ownership::claim_patch(vendor, Time(claimed.parse().unwrap()));
+        patch["status"]["loadBalancer"] = json!({"ingress": [{"ip": address}]});
+        services.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
+    }
+    let _process = setup.run().await;
+
+    let kept = "which is the load balancer ingress of Service default/b-web; nothing was published";
+    setup.wait_event("SyncLoadBalancerFailed", Some("a-web"), kept).await;
+    let deadline = Instant::now() + PATIENCE;
+    while setup.ingress("a-web").await.is_some() {
+        assert!(Instant::now() < deadline, "a-web still publishes {address}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(setup.ingress("b-web").await.as_deref(), Some(address), "the first claim keeps it");
 }
 
 #[tokio::test]
