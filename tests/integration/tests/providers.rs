@@ -509,6 +509,65 @@ async fn an_address_two_services_publish_stays_with_the_first_claim() {
     assert_eq!(setup.ingress("b-web").await.as_deref(), Some(address), "the first claim keeps it");
 }
 
+/// A tenant deletes a Service of vendor-a's class, strips its finalizer and
+/// makes it again for vendor-b while vendor-a's lane still deletes the old
+/// load balancer: whether vendor-a's lane ends after vendor-b's publishes
+/// (`a_late`) or while vendor-b's ensure is in flight, it deletes only the
+/// old load balancer and writes nothing to the new Service. On the real API
+/// server, for each order of the two lanes.
+async fn a_service_made_again_for_another_provider_is_left_to_it(a_late: bool) {
+    let test = format!("a_service_made_again_for_another_provider_is_left_to_it_{a_late}");
+    let mut setup = Setup::start_real(&test).await;
+    let (delete_ms, ensure_ms) = if a_late { (4000, 0) } else { (2000, 4000) };
+    let mut entries = Vec::new();
+    for (vendor, function, latency) in
+        [(&A, "load-balancer.ensure-deleted", delete_ms), (&B, "load-balancer.ensure", ensure_ms)]
+    {
+        let entry = setup.fake(vendor).await;
+        let config = setup.path(&format!("{}.json", vendor.name));
+        let mut written: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+        written["faults"] = json!({function: {"latencyMs": latency}});
+        std::fs::write(&config, written.to_string()).unwrap();
+        entries.push(entry);
+    }
+    setup.write(&entries.iter().collect::<Vec<_>>());
+    let _process = setup.run().await;
+    setup.create(vec![service("web", Some(A.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(A.prefix)).await;
+    let old = setup.load_balancer(A.name, "web").await.expect("vendor-a's load balancer");
+
+    setup.delete("web").await;
+    let strip = json!({"metadata": {"finalizers": null}});
+    setup.services().patch("web", &PatchParams::default(), &Patch::Merge(strip)).await.unwrap();
+    setup.wait_gone("web").await;
+    setup.create(vec![service("web", Some(B.classes[0]), &[])]).await;
+    setup.wait_ingress("web", |ingress| ingress.starts_with(B.prefix)).await;
+    setup.wait_event("DeletedLoadBalancer", Some("web"), "Deleted load balancer").await;
+    let deadline = Instant::now() + PATIENCE;
+    while setup.load_balancers(A.name).iter().any(|object| object.key == old.key) {
+        assert!(Instant::now() < deadline, "vendor-a's old load balancer is still there");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Past vendor-a's last write, whichever order the lanes took.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let web = setup.services().get("web").await.unwrap();
+    assert_eq!(ownership::recorded(&web), Some(B.name), "vendor-b's record kept");
+    assert!(
+        web.metadata.finalizers.unwrap_or_default().iter().any(|f| f == "service.kubernetes.io/load-balancer-cleanup")
+    );
+    assert!(setup.ingress("web").await.is_some_and(|ingress| ingress.starts_with(B.prefix)), "vendor-b's ingress kept");
+}
+
+#[tokio::test]
+async fn a_service_made_again_for_another_provider_is_left_to_it_when_the_first_lane_ends_last() {
+    a_service_made_again_for_another_provider_is_left_to_it(true).await;
+}
+
+#[tokio::test]
+async fn a_service_made_again_for_another_provider_is_left_to_it_when_the_first_lane_ends_first() {
+    a_service_made_again_for_another_provider_is_left_to_it(false).await;
+}
+
 #[tokio::test]
 async fn the_file_s_paths_stay_beneath_the_roots_and_a_secret_volume_reloads() {
     let mut setup = Setup::start().await;
