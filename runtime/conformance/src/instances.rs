@@ -2,6 +2,8 @@
 //! have: InstancesV2, the Instances (v1) the controllers fall back to, and
 //! Zones.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -125,16 +127,7 @@ pub async fn batch_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
                 .run(Function::InstanceStates, async |p| p.instance_states(&set).await)
                 .await
                 .map_err(|err| format!("states failed: {err}"))?;
-            for (node, batched) in set.current().nodes().iter().zip(batch) {
-                let single = single_state(calls, node).await;
-                if !same_answer(&batched, &single) {
-                    let name = node.metadata.name.as_deref().unwrap_or_default();
-                    return Err(format!(
-                        "the batch answers {batched:?} for node {name}, one node at a time {single:?}"
-                    ));
-                }
-            }
-            Ok(())
+            agree(set.current().nodes(), batch, async |node| single_state(calls, node).await).await
         })
         .await;
     let batch = calls.run(Function::BatchMetadata, async |p| p.batch_metadata(&set).await).await;
@@ -145,18 +138,29 @@ pub async fn batch_checks<C: Cloud>(suite: &mut Suite<'_, C>) {
     report
         .check("metadata-batch/metadata", async {
             let batch = batch.map_err(|err| format!("metadata failed: {err}"))?;
-            for (node, batched) in set.current().nodes().iter().zip(batch) {
-                let single = calls.run(Function::InstanceMetadata, async |p| p.instance_metadata(node).await).await;
-                if !same_answer(&batched, &single) {
-                    let name = node.metadata.name.as_deref().unwrap_or_default();
-                    return Err(format!(
-                        "the batch answers {batched:?} for node {name}, one node at a time {single:?}"
-                    ));
-                }
-            }
-            Ok(())
+            let single = async |node: &Node| {
+                calls.run(Function::InstanceMetadata, async |p| p.instance_metadata(node).await).await
+            };
+            agree(set.current().nodes(), batch, single).await
         })
         .await;
+}
+
+/// Whether a batch's answers about `nodes` are, node by node, what `single`
+/// answers one node at a time.
+async fn agree<T: PartialEq + std::fmt::Debug>(
+    nodes: &[Arc<Node>],
+    batch: Vec<Result<T, ProviderError>>,
+    single: impl AsyncFn(&Node) -> Result<T, ProviderError>,
+) -> Result<(), String> {
+    for (node, batched) in nodes.iter().zip(batch) {
+        let single = single(node).await;
+        if !same_answer(&batched, &single) {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            return Err(format!("the batch answers {batched:?} for node {name}, one node at a time {single:?}"));
+        }
+    }
+    Ok(())
 }
 
 /// The state of a node's instance, asked one question at a time, as
