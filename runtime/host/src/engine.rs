@@ -1,10 +1,8 @@
-//! The wasmtime engine every provider runs on, and the epoch ticker that
+//! The wasmtime engine every provider runs on, with the epoch ticker that
 //! enforces call deadlines.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
@@ -17,12 +15,10 @@ use crate::cache::{CacheOutcome, CompileCache};
 use crate::compile_failures::CompileFailures;
 use crate::compiler::Compiler;
 use crate::component::Caching;
+use crate::epoch::{EpochTicker, Running};
 use crate::error::LoadError;
 use crate::limits::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
 use crate::metrics::ProviderMetrics;
-
-/// How often the engine's epoch advances: the granularity of deadlines.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// How instances get their memories, tables and stacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,17 +191,7 @@ struct Inner {
     failures: CompileFailures,
     settings: EngineSettings,
     metrics: ProviderMetrics,
-    stop: Arc<AtomicBool>,
-    ticker: Option<JoinHandle<()>>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(ticker) = self.ticker.take() {
-            let _ = ticker.join();
-        }
-    }
+    ticker: EpochTicker,
 }
 
 impl Engine {
@@ -240,29 +226,20 @@ impl Engine {
                 }
             };
         let optimizing = Backend { tier: Tier::Optimizing, engine, cache };
-        let stop = Arc::new(AtomicBool::new(false));
-        let ticker = {
-            let engines: Vec<wasmtime::Engine> = [Some(&optimizing), baseline.as_ref()]
-                .into_iter()
-                .flatten()
-                .map(|backend| backend.engine.clone())
-                .collect();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("wasm-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(EPOCH_TICK);
-                        engines.iter().for_each(wasmtime::Engine::increment_epoch);
-                    }
-                })
-                .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?
-        };
+        let engines = [Some(&optimizing), baseline.as_ref()].into_iter().flatten();
+        let ticker = EpochTicker::start(engines.map(|backend| backend.engine.clone()).collect())
+            .map_err(|err| LoadError::Engine(format!("cannot start the epoch ticker: {err}")))?;
         let metrics = ProviderMetrics::default();
         let compiling = Arc::new(tokio::sync::Semaphore::new(settings.compile_parallelism));
         let failures = CompileFailures::default();
-        let inner = Inner { optimizing, baseline, compiling, failures, settings, metrics, stop, ticker: Some(ticker) };
+        let inner = Inner { optimizing, baseline, compiling, failures, settings, metrics, ticker };
         Ok(Engine { inner: Arc::new(inner) })
+    }
+
+    /// Keeps the epochs advancing, and so the deadlines running, until the
+    /// guard is dropped: every call holds one while it runs.
+    pub(crate) fn running(&self) -> Running {
+        self.inner.ticker.running()
     }
 
     /// The wasmtime engine of the code calls run.

@@ -27,6 +27,7 @@ mod compute;
 mod convert;
 pub mod credentials;
 pub mod engine;
+mod epoch;
 pub mod error;
 pub mod files;
 mod handle;

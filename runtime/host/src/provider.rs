@@ -21,7 +21,8 @@ use crate::cache::CacheOutcome;
 use crate::component::Caching;
 use crate::compute::ComputeShare;
 use crate::credentials::{Credentials, CredentialsImport};
-use crate::engine::{EPOCH_TICK, Engine, Tier};
+use crate::engine::{Engine, Tier};
+use crate::epoch::EPOCH_TICK;
 use crate::error::LoadError;
 use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound, Scrubber};
@@ -500,6 +501,8 @@ impl LoadedProvider {
             (code.pre.clone(), code.optional.clone())
         };
         let mut store = self.store(pre.instance_pre().engine(), origin, deadline, stderr.clone(), seed);
+        // The epochs advance, and the deadline with them, while this is held.
+        let running = self.engine.running();
         let execution = async {
             let instance = pre.instance_pre().instantiate_async(&mut store).await?;
             let exports = optional.load(&mut store, &instance)?;
@@ -514,6 +517,7 @@ impl LoadedProvider {
         // The epoch callback stops guest code at the deadline; this stops
         // host calls, such as a guest's sleep, that outlast it.
         let outcome = tokio::time::timeout_at(deadline + EPOCH_TICK, execution).instrument(span.clone()).await;
+        drop(running);
         let result = match outcome {
             Err(_) => Err(ProviderError::DeadlineExceeded { deadline: self.limits.deadline }),
             Ok(Err(trap)) => Err(self.classify(&trap, store.data(), &stderr)),
