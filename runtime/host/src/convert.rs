@@ -315,9 +315,6 @@ pub(crate) fn parts(parts: WitParts) -> Parts {
     }
 }
 
-/// A provider's error, its message cut to [`MAX_TEXT`] as log records
-/// are: what it costs in logs, events and metrics stays bounded whatever
-/// the provider sends.
 /// A batch's answers, one per node asked about.
 ///
 /// # Errors
@@ -326,9 +323,7 @@ pub(crate) fn batch_answers(
     answers: Vec<Result<batch::InstanceState, wit::CloudError>>,
     asked: usize,
 ) -> Result<BatchAnswers, ProviderError> {
-    if answers.len() != asked {
-        return Err(ProviderError::InvalidResult(format!("{} answers for a batch of {asked} nodes", answers.len())));
-    }
+    one_per_node(answers.len(), asked)?;
     let state = |state: batch::InstanceState| InstanceState { exists: state.exists, shut_down: state.shut_down };
     Ok(answers.into_iter().map(|answer| answer.map(state).map_err(cloud_error)).collect())
 }
@@ -342,12 +337,22 @@ pub(crate) fn metadata_answers(
     answers: Vec<Result<wit::InstanceMetadata, wit::CloudError>>,
     asked: usize,
 ) -> Result<MetadataAnswers, ProviderError> {
-    if answers.len() != asked {
-        return Err(ProviderError::InvalidResult(format!("{} answers for a batch of {asked} nodes", answers.len())));
-    }
+    one_per_node(answers.len(), asked)?;
     Ok(answers.into_iter().map(|answer| answer.map_err(cloud_error).and_then(instance_metadata)).collect())
 }
 
+/// Refuses a batch's `answered` answers unless there is one per node of
+/// the `asked`.
+fn one_per_node(answered: usize, asked: usize) -> Result<(), ProviderError> {
+    if answered == asked {
+        return Ok(());
+    }
+    Err(ProviderError::InvalidResult(format!("{answered} answers for a batch of {asked} nodes")))
+}
+
+/// A provider's error, its message cut to [`MAX_TEXT`] as log records
+/// are: what it costs in logs, events and metrics stays bounded whatever
+/// the provider sends.
 pub(crate) fn cloud_error(error: wit::CloudError) -> ProviderError {
     match error {
         wit::CloudError::InstanceNotFound => ProviderError::InstanceNotFound,
