@@ -50,7 +50,7 @@ pub use error::LoadError;
 pub use files::{Confinement, FileError, MAX_INPUT_FILE};
 pub use handle::ProviderHandle;
 pub use http::allowlist::AllowList;
-pub use limits::{Limits, Rate};
+pub use limits::{Limits, MAX_LINEAR_MEMORY, Rate};
 pub use metrics::ProviderMetrics;
 pub use provider::{LoadedProvider, ProviderSpec, Start};
 pub use usage::Usage;

@@ -18,6 +18,9 @@ pub struct Rate {
     pub burst: NonZeroU32,
 }
 
+/// The most linear memory an instance can have: a 32-bit memory's 4 GiB.
+pub const MAX_LINEAR_MEMORY: u64 = 4 << 30;
+
 /// A provider's limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use wasm_ccm_host::{AllowList, Confinement, Credentials, Limits, MAX_INPUT_FILE, ProviderSpec, Seal};
+use wasm_ccm_host::{
+    AllowList, Confinement, Credentials, Limits, MAX_INPUT_FILE, MAX_LINEAR_MEMORY, ProviderSpec, Seal,
+};
 use wasm_ccm_reload::InputFiles;
 
 use crate::OptionError;
@@ -42,7 +44,8 @@ pub struct SandboxArgs {
     /// 30s).
     #[arg(long = "provider-deadline", value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub deadline: Option<Duration>,
-    /// The most memory one provider instance may use (default: 64MiB).
+    /// The most memory one provider instance may use (default: 64MiB; at
+    /// most 4GiB).
     #[arg(long = "provider-memory", value_name = "SIZE")]
     pub memory: Option<ByteSize>,
     /// Provider calls at once; more wait (default: 64).
@@ -79,10 +82,26 @@ impl SandboxArgs {
         }
     }
 
-    /// The limits the flags set, [`Limits::default`]'s where unset.
-    pub fn limits(&self) -> Limits {
+    /// The limits the flags set, [`Limits::default`]'s where unset: a
+    /// single provider's own, or every provider's ceiling and default.
+    ///
+    /// # Errors
+    /// When a flag is out of its range.
+    pub fn limits(&self) -> Result<Limits, OptionError> {
+        if self.concurrency == Some(0) {
+            return Err(OptionError::OutOfRange { option: "--provider-concurrency", bound: "at least 1" });
+        }
+        if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
+            return Err(OptionError::OutOfRange { option: "--provider-deadline", bound: "longer than zero" });
+        }
+        if self.memory.is_some_and(|memory| memory.as_u64() > MAX_LINEAR_MEMORY) {
+            return Err(OptionError::OutOfRange {
+                option: "--provider-memory",
+                bound: "at most 4GiB, the most a 32-bit linear memory holds",
+            });
+        }
         let defaults = Limits::default();
-        Limits {
+        Ok(Limits {
             deadline: self.deadline.unwrap_or(defaults.deadline),
             memory: self.memory.map_or(defaults.memory, |memory| memory.as_u64()),
             concurrency: self.concurrency.unwrap_or(defaults.concurrency),
@@ -91,7 +110,7 @@ impl SandboxArgs {
                 .map_or(defaults.http_response_body, |size| usize::try_from(size.as_u64()).unwrap_or(usize::MAX)),
             cpu_millicores: self.cpu.unwrap_or(defaults.cpu_millicores),
             ..defaults
-        }
+        })
     }
 
     /// A spec without the component: the configuration, credentials,
@@ -101,12 +120,7 @@ impl SandboxArgs {
     /// # Errors
     /// When a file cannot be read or a flag is invalid.
     pub fn template(&self, name: &str, cluster_name: &str) -> Result<ProviderSpec, OptionError> {
-        if self.concurrency == Some(0) {
-            return Err(OptionError::OutOfRange { option: "--provider-concurrency", bound: "at least 1" });
-        }
-        if self.deadline.is_some_and(|deadline| deadline.is_zero()) {
-            return Err(OptionError::OutOfRange { option: "--provider-deadline", bound: "longer than zero" });
-        }
+        let limits = self.limits()?;
         let read = |option, path: &PathBuf| {
             self.confinement.read(path, MAX_INPUT_FILE).map_err(OptionError::reading(option, path))
         };
@@ -120,7 +134,6 @@ impl SandboxArgs {
         }
         .seal(self.sealed_credentials.clone())?;
         let allow_list = AllowList::parse(&self.allow)?;
-        let limits = self.limits();
         let trusted_certificates = match &self.ca_file {
             Some(path) => Some(read("--provider-ca-file", path)?.into()),
             None => None,
@@ -180,6 +193,8 @@ mod tests {
         let refused = |args: SandboxArgs| args.template("p", "kubernetes").err().expect("refused").to_string();
         assert_eq!(refused(args(Some(0), None)), "--provider-concurrency must be at least 1");
         assert_eq!(refused(args(None, Some(Duration::ZERO))), "--provider-deadline must be longer than zero");
+        let too_large = SandboxArgs { memory: Some(ByteSize::gib(5)), ..args(None, None) };
+        assert_eq!(refused(too_large), "--provider-memory must be at most 4GiB, the most a 32-bit linear memory holds");
         let spec = args(Some(3), Some(Duration::from_secs(2))).template("p", "kubernetes").unwrap();
         assert_eq!((spec.limits.concurrency, spec.limits.deadline), (3, Duration::from_secs(2)));
     }

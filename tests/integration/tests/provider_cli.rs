@@ -1,12 +1,13 @@
-//! `wasm-ccm provider push`, `inspect` and `verify`, run as the real binary
+//! `wasm-ccm provider push`, `inspect`, `verify` and `call`, run as the real binary
 //! against a real registry (Debian's `docker-registry`).
 
 use std::process::Command;
 
+use serde_json::json;
 use wasm_ccm_distribution::{SigningKey, Verification, pull, resolve, sha256_digest, sign_bytes};
-use wasm_ccm_tests::guest;
 use wasm_ccm_tests::process::Run;
 use wasm_ccm_tests::registry::{Registry, Settings, docker_config};
+use wasm_ccm_tests::{guest, guest_path};
 
 fn wasm_ccm(args: &[&str]) -> Run {
     Run::of(Command::new(crate::binary()).args(["provider"]).args(args).env_remove("COSIGN_PASSWORD"))
@@ -240,4 +241,34 @@ async fn what_is_not_a_provider() {
     let err = wasm_ccm(&["push", &files.path("fake.wasm"), &target, "--plain-http", "--sign-key", &missing]).error();
     assert!(err.starts_with(&format!("error: cannot read --sign-key {missing}")), "{err}");
     assert!(!registry.served().iter().any(|served| served.path.starts_with("/v2/acme/")));
+}
+
+#[tokio::test]
+async fn a_call_grows_to_the_memory_the_operator_allows_and_no_further() {
+    let hostile = guest_path("guest-hostile").display().to_string();
+    let grow = |mebibytes: u32| {
+        json!({"service": {"metadata": {
+            "name": "web", "namespace": "default",
+            "annotations": {"hostile/attack": "grow", "hostile/arg": mebibytes.to_string()},
+        }}})
+        .to_string()
+    };
+    // Past the 1 GiB a pool slot held before the engine followed the flag.
+    let grown = wasm_ccm(&[
+        "call",
+        "ensure-load-balancer",
+        &grow(1040),
+        "--provider",
+        &hostile,
+        "--provider-memory",
+        "1152MiB",
+    ])
+    .ok();
+    assert!(grown.stdout.contains("grew 1040 MiB"), "{}", grown.stdout);
+    let err =
+        wasm_ccm(&["call", "ensure-load-balancer", &grow(1040), "--provider", &hostile, "--provider-memory", "1GiB"])
+            .error();
+    assert!(err.contains("memory"), "{err}");
+    let err = wasm_ccm(&["call", "info", "--provider", &hostile, "--provider-memory", "5GiB"]).error();
+    assert_eq!(err, "error: --provider-memory must be at most 4GiB, the most a 32-bit linear memory holds");
 }

@@ -64,6 +64,8 @@ struct Setup {
     dir: tempfile::TempDir,
     port: u16,
     clouds: BTreeMap<String, FakeCloud>,
+    /// Flags `run` is given beside the providers file.
+    flags: Vec<String>,
 }
 
 impl Setup {
@@ -83,7 +85,7 @@ impl Setup {
         let dir = tempfile::tempdir().unwrap();
         api.write_controller_kubeconfig(&dir.path().join("kubeconfig"));
         let client = api.admin();
-        Setup { api, client, dir, port: free_port().unwrap(), clouds: BTreeMap::new() }
+        Setup { api, client, dir, port: free_port().unwrap(), clouds: BTreeMap::new(), flags: Vec::new() }
     }
 
     fn path(&self, file: &str) -> PathBuf {
@@ -152,6 +154,7 @@ impl Setup {
         ]
         .iter()
         .map(|arg| (*arg).to_owned())
+        .chain(self.flags.iter().cloned())
         .collect();
         // The Pod that reports about the providers file get events.
         let env = [("POD_NAME", pod), ("POD_NAMESPACE", "kube-system")];
@@ -214,7 +217,14 @@ impl Setup {
             if let Some(ingress) = ingress.as_deref().filter(|ingress| check(ingress)) {
                 return ingress.to_owned();
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {name}'s ingress, {ingress:?} so far");
+            if Instant::now() > deadline {
+                let log = self.log();
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                panic!(
+                    "timed out waiting for {name}'s ingress, {ingress:?} so far; the log ends:\n{}",
+                    tail.join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -628,6 +638,52 @@ async fn the_file_s_paths_stay_beneath_the_roots_and_a_secret_volume_reloads() {
     setup.wait_ingress("a-web-3", |ingress| ingress.starts_with("192.0.2.")).await;
     let (_, providers) = http_get(admin, "/providers").await.unwrap();
     assert!(!providers.contains("evil-"), "no refused provider runs: {providers}");
+}
+
+#[tokio::test]
+async fn the_operator_s_limits_cap_each_provider_and_say_which_bound_set_each() {
+    let mut setup = Setup::start().await;
+    // Above the 1 GiB a pool slot held before the engine followed the
+    // operator's ceiling.
+    setup.flags = ["--provider-memory", "1152MiB", "--provider-cpu", "500m", "--provider-deadline", "20s"]
+        .map(str::to_owned)
+        .to_vec();
+    let mut a = setup.fake(&A).await;
+    a["limits"] = json!({"memory": "32MiB", "deadline": "5s"});
+    let hostile = json!({
+        "name": "hostile",
+        "source": component("guest-hostile"),
+        "loadBalancerClasses": ["hostile.example/lb"],
+    });
+    setup.write(&[&a, &hostile]);
+    let _process = setup.run().await;
+    let annotations = [("hostile/attack", "grow"), ("hostile/arg", "1040")];
+    setup.create(vec![service("hostile-grows", Some("hostile.example/lb"), &annotations)]).await;
+    // The call grew its memory: what it answers is refused (a name of one
+    // label), which says so.
+    let deadline = Instant::now() + PATIENCE;
+    while !setup.log().contains("the provider answered grew 1040 MiB as the load balancer's ingress") {
+        assert!(Instant::now() < deadline, "the call did not grow:\n{}", setup.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let admin = SocketAddr::from(([127, 0, 0, 1], setup.port));
+    let (_, providers) = http_get(admin, "/providers").await.expect("/providers answers");
+    let providers: Vec<Value> = serde_json::from_str(&providers).expect("JSON");
+    let limits = |name: &str| {
+        providers.iter().find(|provider| provider["name"] == name).map(|provider| provider["limits"].clone())
+    };
+    let a = limits(A.name).expect("vendor-a serves");
+    assert_eq!(
+        (&a["memoryBytes"], &a["deadlineSeconds"], &a["cpuMillicores"]),
+        (&json!(32 << 20), &json!(5.0), &json!(500))
+    );
+    let by_file = json!({"memory": "providersFile", "deadline": "providersFile", "concurrentCalls": "operator",
+                         "maxResponse": "operator", "cpu": "operator"});
+    assert_eq!(a["boundBy"], by_file, "{a:#}");
+    let hostile = limits("hostile").expect("hostile serves");
+    assert_eq!((&hostile["memoryBytes"], &hostile["deadlineSeconds"]), (&json!(1152 << 20), &json!(20.0)));
+    assert!(hostile["boundBy"].as_object().unwrap().values().all(|bound| bound == "operator"), "{hostile:#}");
 }
 
 /// Good Services per measurement.

@@ -187,6 +187,7 @@ pub async fn call(args: CallArgs) -> anyhow::Result<()> {
     let engine = Engine::new(EngineSettings {
         allocation: wasm_ccm_host::Allocation::OnDemand,
         compiler: crate::compile_worker::compiler()?,
+        max_memory: spec.limits.memory,
         ..Default::default()
     })?;
     let provider = LoadedProvider::load(&engine, spec).await?;

@@ -66,6 +66,7 @@ pub async fn conformance(args: ConformanceArgs) -> anyhow::Result<()> {
     let engine = Engine::new(EngineSettings {
         allocation: Allocation::OnDemand,
         compiler: crate::compile_worker::compiler()?,
+        max_memory: spec.limits.memory,
         ..Default::default()
     })?;
     let first = ProviderHandle::new(LoadedProvider::load(&engine, spec.clone()).await?);

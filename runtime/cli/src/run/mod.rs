@@ -240,6 +240,8 @@ impl RunArgs {
 /// When a flag, the provider or the cluster configuration is bad.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
+    // A single provider's limits, or those of a providers file's ceilings.
+    let limits = args.sandbox.limits()?;
     let provider = match (&args.providers_config, &args.provider) {
         (Some(config), _) => {
             let location: Location = config.parse().context("--providers-config")?;
@@ -259,7 +261,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 registry: args.source.registry.clone(),
                 roots,
                 trust,
-                ceilings: args.sandbox.limits(),
+                ceilings: limits.clone(),
                 transparency_log: args.source.transparency_log()?,
             };
             let settings = SourceSettings { poll_interval: args.source.poll_interval, ..SourceSettings::new(location) };
@@ -304,6 +306,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             compile_cache: args.compile_cache.clone(),
             compile_cache_max_bytes: args.compile_cache_max_size.as_u64(),
             compiler: crate::compile_worker::compiler()?,
+            max_memory: limits.memory,
             ..EngineSettings::default()
         },
         version_record: Some((
@@ -441,7 +444,11 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
     reloads.register(&mut registry);
     process::register(&mut registry);
     let providers = StatusBoard::default();
-    let view = ProvidersView::new(providers.clone());
+    let ceilings = match &options.providers {
+        Providers::Single(setup) => setup.template.limits.clone(),
+        Providers::File(setup) => setup.defaults.ceilings.clone(),
+    };
+    let view = ProvidersView::new(providers.clone(), ceilings);
     let health = Health::default();
     admin::serve(&options.admin, &options.client, health.clone(), registry, view.clone()).await?;
     {

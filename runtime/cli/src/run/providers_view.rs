@@ -1,6 +1,7 @@
 //! What the admin server's `/providers` shows of each provider: the
-//! version serving and the last rejection, what it serves, its limits and
-//! what it uses now. `wasm-ccm provider status` reads it back.
+//! version serving and the last rejection, what it serves, its limits (and
+//! which bound set each) and what it uses now. `wasm-ccm provider status`
+//! reads it back.
 
 use std::sync::{Arc, OnceLock};
 
@@ -64,6 +65,62 @@ pub struct LimitsView {
     /// The CPU of its guest code, all calls together, in thousandths of a
     /// core.
     pub cpu_millicores: u32,
+    /// The largest HTTP response body it may receive, bytes.
+    #[serde(default)]
+    pub max_response_bytes: u64,
+    /// Which bound set each limit the operator caps.
+    #[serde(default)]
+    pub bound_by: LimitBounds,
+}
+
+/// Which bound set a limit: the operator's `--provider-*` flag, which is
+/// every provider's default and ceiling, or a providers file's entry,
+/// which may only lower it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Bound {
+    /// The operator's flag, or its default.
+    #[default]
+    Operator,
+    /// The provider's entry in the providers file, below the operator's.
+    ProvidersFile,
+}
+
+impl Bound {
+    /// The bound that set `limit`: a value below the `ceiling` can only
+    /// have come from the providers file.
+    fn of<T: PartialOrd>(limit: T, ceiling: T) -> Bound {
+        if limit < ceiling { Bound::ProvidersFile } else { Bound::Operator }
+    }
+}
+
+/// Which bound set each limit the operator caps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitBounds {
+    /// Of `memoryBytes`.
+    pub memory: Bound,
+    /// Of `deadlineSeconds`.
+    pub deadline: Bound,
+    /// Of `concurrentCalls`.
+    pub concurrent_calls: Bound,
+    /// Of `maxResponseBytes`.
+    pub max_response: Bound,
+    /// Of `cpuMillicores`.
+    pub cpu: Bound,
+}
+
+impl LimitBounds {
+    /// Which of `limits` are below the operator's `ceilings`.
+    fn of(limits: &Limits, ceilings: &Limits) -> Self {
+        LimitBounds {
+            memory: Bound::of(limits.memory, ceilings.memory),
+            deadline: Bound::of(limits.deadline, ceilings.deadline),
+            concurrent_calls: Bound::of(limits.concurrency, ceilings.concurrency),
+            max_response: Bound::of(limits.http_response_body, ceilings.http_response_body),
+            cpu: Bound::of(limits.cpu_millicores, ceilings.cpu_millicores),
+        }
+    }
 }
 
 impl From<&Serves> for ServesView {
@@ -77,8 +134,9 @@ impl From<&Serves> for ServesView {
     }
 }
 
-impl From<&Limits> for LimitsView {
-    fn from(limits: &Limits) -> Self {
+impl LimitsView {
+    /// `limits`, each bound by the operator's `ceilings`.
+    fn new(limits: &Limits, ceilings: &Limits) -> Self {
         LimitsView {
             memory_bytes: limits.memory,
             deadline_seconds: limits.deadline.as_secs_f64(),
@@ -87,22 +145,26 @@ impl From<&Limits> for LimitsView {
             http_requests_per_second: limits.http_requests.map(|rate| rate.per_second.get()),
             http_burst: limits.http_requests.map(|rate| rate.burst.get()),
             cpu_millicores: limits.cpu_millicores.get(),
+            max_response_bytes: u64::try_from(limits.http_response_body).unwrap_or(u64::MAX),
+            bound_by: LimitBounds::of(limits, ceilings),
         }
     }
 }
 
-/// Every provider's view: the status board, and the providers serving
-/// once they are loaded. Clones share it.
-#[derive(Clone, Default)]
+/// Every provider's view: the status board, the operator's limits, and
+/// the providers serving once they are loaded. Clones share it.
+#[derive(Clone)]
 pub struct ProvidersView {
     status: StatusBoard,
+    ceilings: Arc<Limits>,
     members: Arc<OnceLock<watch::Receiver<Members<ProviderHandle>>>>,
 }
 
 impl ProvidersView {
-    /// A view of `status`, without providers serving yet.
-    pub fn new(status: StatusBoard) -> Self {
-        ProvidersView { status, members: Arc::default() }
+    /// A view of `status` and of limits under the operator's `ceilings`,
+    /// without providers serving yet.
+    pub fn new(status: StatusBoard, ceilings: Limits) -> Self {
+        ProvidersView { status, ceilings: Arc::new(ceilings), members: Arc::default() }
     }
 
     /// Shows the providers `members` holds from now on.
@@ -123,7 +185,7 @@ impl ProvidersView {
                 let member = members.get(status.name.as_str())?;
                 Some(ProviderView {
                     serves: ServesView::from(&member.serves),
-                    limits: LimitsView::from(member.cloud.current().limits()),
+                    limits: LimitsView::new(member.cloud.current().limits(), &self.ceilings),
                     usage: member.cloud.usage(),
                     code: member.cloud.current().code().as_str().to_owned(),
                     status,
