@@ -238,6 +238,9 @@ async fn token_and_access_reviews(backend: &Backend) {
     assert!(!allowed(subject_access("somebody", &["readers"], None, Some("kube-system"))).await);
 }
 
+/// Distinct bad tokens of each kind, long and reviewed: 10,000 in all.
+const BAD_TOKENS: u64 = 5000;
+
 /// Fresh tokens from anyone cost neither memory nor reviews past a bound:
 /// a token over the length cap is refused before any review, and a token
 /// the review refuses is not kept.
@@ -249,18 +252,24 @@ async fn fresh_bad_tokens_leave_memory_flat_and_long_ones_unreviewed() {
     let reviews = || server.harness().requests().get("create", "tokenreviews.authentication.k8s.io");
     let (before, reviewed) = (resident_bytes(&process.id().to_string()), reviews());
     let long = "x".repeat(100 * 1024);
-    for round in 0..1000 {
+    for round in 0..BAD_TOKENS {
         assert_eq!(get(port, "/metrics", Some(format!("{round}{long}"))).await.0, 401);
     }
     assert_eq!(reviews(), reviewed, "no token over the cap is reviewed");
-    for round in 0..1000 {
+    for round in 0..BAD_TOKENS {
         assert_eq!(get(port, "/providers", Some(format!("forged-{round}-{}", &long[..8 * 1024]))).await.0, 401);
     }
-    assert_eq!(reviews(), reviewed + 1000, "each token under the cap is reviewed once");
+    assert_eq!(reviews(), reviewed + BAD_TOKENS, "each token under the cap is reviewed once");
     assert_eq!(get(port, "/providers", Some(format!("forged-0-{}", &long[..8 * 1024]))).await.0, 401);
-    assert_eq!(reviews(), reviewed + 1001, "a refusal is not kept, so not found again");
+    assert_eq!(reviews(), reviewed + BAD_TOKENS + 1, "a refusal is not kept, so not found again");
     let grown = resident_bytes(&process.id().to_string()).saturating_sub(before);
-    assert!(grown < 32 << 20, "100 MiB of long tokens and 8 MiB of refused ones kept {} MiB", grown >> 20);
+    assert!(
+        grown < 32 << 20,
+        "{} MiB of long tokens and {} MiB of refused ones kept {} MiB",
+        BAD_TOKENS * 100 / 1024,
+        BAD_TOKENS * 8 / 1024,
+        grown >> 20
+    );
     assert!(process.wait(Duration::ZERO).await.is_none(), "wasm-ccm kept serving");
 }
 
