@@ -49,5 +49,5 @@ pub use metrics::Metrics;
 pub use serves::Serves;
 pub use service::ingress::{IngressRanges, InvalidIngressRange};
 pub use service::ownership;
-pub use service::policy::LoadBalancerPolicy;
+pub use service::policy::{InvalidMaxIngress, LoadBalancerPolicy, max_ingress};
 pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

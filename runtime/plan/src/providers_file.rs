@@ -13,7 +13,7 @@ use bytesize::ByteSize;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::Selector;
 use serde::Deserialize;
-use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves};
+use wasm_ccm_controllers::{IngressRanges, LoadBalancerPolicy, Serves, max_ingress};
 use wasm_ccm_distribution::TransparencyLog;
 use wasm_ccm_fleet::{Planned, error_chain};
 use wasm_ccm_host::{Confinement, Limits, ProviderSpec, Rate};
@@ -91,6 +91,11 @@ pub struct ProviderEntry {
     /// for every provider.
     #[serde(default)]
     pub ingress_ranges: Vec<String>,
+    /// The most entries one of its ingress answers may hold (1 to 16);
+    /// unset: an address for each of the Service's IP families for each of
+    /// its ports.
+    #[serde(default)]
+    pub max_ingress: Option<usize>,
     /// Whether its load balancers are ensured again each resync period;
     /// unset: they are.
     #[serde(default)]
@@ -176,6 +181,7 @@ impl ProviderEntry {
             default_load_balancer: false,
             namespaces: None,
             ingress_ranges: Vec::new(),
+            max_ingress: None,
             resync: None,
             ..self.clone()
         }
@@ -276,8 +282,7 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
                 continue;
             }
         };
-        let load_balancers = IngressRanges::new(&entry.ingress_ranges)
-            .map(|ingress_ranges| LoadBalancerPolicy { ingress_ranges, resync: entry.resync.unwrap_or(true) });
+        let load_balancers = load_balancer_policy(&entry);
         match plan_one(&entry, defaults).and_then(|planned| Ok((planned, load_balancers?))) {
             Ok(((template, source, inputs, records_versions), load_balancers)) => {
                 let serves = Serves {
@@ -305,6 +310,20 @@ pub fn plan(bytes: &[u8], defaults: &FileDefaults) -> Result<Vec<PlannedProvider
         }
     }
     if problems.is_empty() { Ok(planned) } else { Err(InvalidProvidersFile { problems }) }
+}
+
+/// What `entry` sets for its load balancers.
+fn load_balancer_policy(entry: &ProviderEntry) -> Result<LoadBalancerPolicy, OptionError> {
+    let max_ingress = entry
+        .max_ingress
+        .map(max_ingress)
+        .transpose()
+        .map_err(|err| OptionError::Unparsable { option: "maxIngress", problem: err.to_string() })?;
+    Ok(LoadBalancerPolicy {
+        ingress_ranges: IngressRanges::new(&entry.ingress_ranges)?,
+        resync: entry.resync.unwrap_or(true),
+        max_ingress,
+    })
 }
 
 /// `asked`, the providers file's value of `field`, or the operator's
@@ -492,6 +511,7 @@ providers:
     source: configmap:kube-system/vendor-b/provider.wasm
     loadBalancerClasses: [b.example/lb, b.example/internal]
     ingressRanges: [203.0.113.0/24, "*.lb.b.example"]
+    maxIngress: 3
     resync: false
 "#;
         let planned = plan(file, &defaults()).unwrap();
@@ -510,7 +530,8 @@ providers:
         assert_eq!(b.spec.template.limits.http_requests, None);
         assert_eq!(a.load_balancers, LoadBalancerPolicy::default(), "any answer, resynced");
         let ranges = IngressRanges::new(["203.0.113.0/24", "*.lb.b.example"]).unwrap();
-        assert_eq!(b.load_balancers, LoadBalancerPolicy { ingress_ranges: ranges, resync: false });
+        let max_ingress = Some(max_ingress(3).unwrap());
+        assert_eq!(b.load_balancers, LoadBalancerPolicy { ingress_ranges: ranges, resync: false, max_ingress });
     }
 
     #[test]
@@ -521,7 +542,8 @@ providers:
   {"name": "c", "source": "/c.wasm"},
   {"name": "d", "source": "/d.wasm", "routes": true, "limits": {"memory": "lots"}},
   {"name": "e", "source": "ftp://nowhere", "routes": true},
-  {"name": "f", "source": "/f.wasm", "loadBalancerClasses": ["f"], "ingressRanges": ["10.0.0.0/33"]}
+  {"name": "f", "source": "/f.wasm", "loadBalancerClasses": ["f"], "ingressRanges": ["10.0.0.0/33"]},
+  {"name": "g", "source": "/g.wasm", "loadBalancerClasses": ["g"], "maxIngress": 17}
 ]}"#;
         let Err(InvalidProvidersFile { problems }) = plan(file, &defaults()) else { panic!("refused") };
         let expected = [
@@ -533,6 +555,7 @@ providers:
             "provider d: limits.memory",
             "provider e: source",
             "provider f: invalid ingress range \"10.0.0.0/33\"",
+            "provider g: maxIngress: 17 entries: an answer may hold from 1 to 16",
         ];
         for expected in expected {
             assert!(problems.iter().any(|problem| problem.starts_with(expected)), "{expected}: {problems:#?}");

@@ -447,6 +447,35 @@ async fn an_answer_outside_the_provider_s_ranges_or_on_another_provider_s_addres
     assert!(!log.contains("the provider serves from the providers file"), "the ranges changed without a reload: {log}");
 }
 
+/// A provider answering more entries than the Service needs (an address
+/// per IP family for each port) claims nothing, until the providers file
+/// allows more. On the real API server.
+#[tokio::test]
+async fn an_answer_of_more_entries_than_the_service_needs_is_refused_until_the_file_allows_them() {
+    let setup =
+        Setup::start_real("an_answer_of_more_entries_than_the_service_needs_is_refused_until_the_file_allows_them")
+            .await;
+    let mut hostile = json!({
+        "name": "hostile",
+        "source": component("guest-hostile"),
+        "loadBalancerClasses": ["hostile.example/lb"],
+    });
+    setup.write(&[&hostile]);
+    let _process = setup.run().await;
+    let annotations = [("hostile/attack", "addresses"), ("hostile/arg", "203.0.113.7,203.0.113.8")];
+    setup.create(vec![service("zonal", Some("hostile.example/lb"), &annotations)]).await;
+    let too_many = "answered 2 entries as the load balancer's ingress, which is more than the 1 an answer for this Service may hold";
+    setup.wait_event("SyncLoadBalancerFailed", Some("zonal"), too_many).await;
+    assert_eq!(setup.ingress("zonal").await, None, "nothing published");
+
+    hostile["maxIngress"] = json!(2);
+    setup.write(&[&hostile]);
+    assert_eq!(setup.wait_ingress("zonal", |ingress| ingress == "203.0.113.7").await, "203.0.113.7");
+    let published = setup.service("zonal").await;
+    let ingress = &published["status"]["loadBalancer"]["ingress"];
+    assert_eq!(ingress.as_array().map(Vec::len), Some(2), "{ingress}");
+}
+
 /// Services waiting at start-up for two providers whose clouds both answer
 /// one address: one Service publishes it and the other is refused, however
 /// the two lanes' checks interleave. On the real API server.

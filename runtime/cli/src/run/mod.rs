@@ -9,6 +9,7 @@ mod process;
 pub(crate) mod providers_view;
 pub(crate) mod signals;
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_controllers::{
     Caches, ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy, Metrics, Serves,
-    Settings, enabled_controllers, names_route,
+    Settings, enabled_controllers, max_ingress, names_route,
 };
 use wasm_ccm_fleet::{Event, Fleet, Offer};
 use wasm_ccm_host::{Confinement, Engine, EngineSettings, ProviderSpec};
@@ -125,6 +126,11 @@ pub struct RunArgs {
     /// (comma-separated); others are refused and nothing is published.
     #[arg(long, value_delimiter = ',', value_name = "RANGE")]
     pub provider_ingress_ranges: Vec<String>,
+    /// The most entries one of the provider's ingress answers may hold (1
+    /// to 16); by default an address for each of the Service's IP families
+    /// for each of its ports. A larger answer is refused whole.
+    #[arg(long, value_name = "N", value_parser = parse_max_ingress)]
+    pub provider_max_ingress: Option<NonZeroUsize>,
     /// Whether routes for pod CIDRs are configured in the cloud.
     #[arg(
         long,
@@ -280,7 +286,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 template: provider.template(&name, &settings.cluster_name)?,
                 source: Some(args.source.settings(location)?),
                 inputs: provider.input_files(),
-                load_balancers: LoadBalancerPolicy { ingress_ranges, ..LoadBalancerPolicy::default() },
+                load_balancers: LoadBalancerPolicy {
+                    ingress_ranges,
+                    max_ingress: args.provider_max_ingress,
+                    ..LoadBalancerPolicy::default()
+                },
             }))
         }
         (None, None) => anyhow::bail!("--provider or --providers-config is needed"),
@@ -369,6 +379,12 @@ impl ProviderSetup {
             fit_to_support: true,
         }
     }
+}
+
+/// `--provider-max-ingress`, within its range.
+fn parse_max_ingress(most: &str) -> Result<NonZeroUsize, String> {
+    let most = most.parse::<usize>().map_err(|err| format!("{most:?}: {err}"))?;
+    max_ingress(most).map_err(|err| err.to_string())
 }
 
 /// The versions of the providers file `source` offers, each read with

@@ -128,8 +128,9 @@ impl IngressRanges {
     }
 }
 
-/// The most entries one answer may hold: a load balancer answers an
-/// address per IP family, or per zone on some clouds.
+/// The most entries one answer may hold whatever a provider's policy says:
+/// a load balancer answers an address per IP family, or per zone on some
+/// clouds.
 pub const MAX_INGRESS: usize = 16;
 
 /// The cluster's networks no load balancer may answer.
@@ -144,19 +145,20 @@ pub struct ClusterNetworks<'a> {
 /// The first address or host name of `status` that may not be published:
 /// one refused for every provider given the cluster's `networks`, or one
 /// outside the provider's `ranges`; or the whole answer, when it holds more
-/// than [`MAX_INGRESS`] entries. An entry with both an address and a host
-/// name has both checked.
+/// than `most` entries. An entry with both an address and a host name has
+/// both checked.
 pub fn refused(
     status: &LoadBalancerStatus,
     ranges: &IngressRanges,
+    most: usize,
     networks: ClusterNetworks,
 ) -> Option<RefusedIngress> {
     let ingress = status.ingress.as_deref().unwrap_or_default();
-    if ingress.len() > MAX_INGRESS {
+    if ingress.len() > most {
         let address = format!("{} entries", ingress.len());
         return Some(RefusedIngress {
             address,
-            why: format!("more than the {MAX_INGRESS} one answer may hold"),
+            why: format!("more than the {most} an answer for this Service may hold"),
             kept_by_another: false,
         });
     }
@@ -344,7 +346,7 @@ mod tests {
     /// What `refused` says of `status` under `ranges`, in the cluster of
     /// [`settings`] whose nodes have no pod networks.
     fn check(status: &LoadBalancerStatus, ranges: &IngressRanges) -> Option<RefusedIngress> {
-        refused(status, ranges, ClusterNetworks { settings: &settings(), pod_networks: &[] })
+        refused(status, ranges, MAX_INGRESS, ClusterNetworks { settings: &settings(), pod_networks: &[] })
     }
 
     fn refusal(address: &str, why: &str) -> Option<RefusedIngress> {
@@ -408,10 +410,10 @@ mod tests {
         let networks = ClusterNetworks { settings: &settings, pod_networks: &pod_networks };
         let any = IngressRanges::default();
         assert_eq!(
-            refused(&status(&["10.42.1.5"]), &any, networks),
+            refused(&status(&["10.42.1.5"]), &any, MAX_INGRESS, networks),
             refusal("10.42.1.5", "in the cluster's pod networks")
         );
-        assert_eq!(refused(&status(&["10.42.2.5"]), &any, networks), None);
+        assert_eq!(refused(&status(&["10.42.2.5"]), &any, MAX_INGRESS, networks), None);
     }
 
     #[test]
@@ -444,11 +446,13 @@ mod tests {
 
     #[test]
     fn an_answer_holds_a_bounded_number_of_entries() {
-        let ips: Vec<String> = (1..=MAX_INGRESS + 5).map(|host| format!("203.0.113.{host}")).collect();
+        let ips: Vec<String> = (1..=5).map(|host| format!("203.0.113.{host}")).collect();
         let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
-        let refusal = check(&status(&ips), &IngressRanges::default()).expect("refused");
-        assert!(refusal.to_string().contains("21 entries"), "{refusal}");
-        assert_eq!(check(&status(&ips[..MAX_INGRESS]), &IngressRanges::default()), None);
+        let networks = ClusterNetworks { settings: &settings(), pod_networks: &[] };
+        let refusal = refused(&status(&ips), &IngressRanges::default(), 4, networks).expect("refused");
+        let why = "answered 5 entries as the load balancer's ingress, which is more than the 4 an answer for this Service may hold";
+        assert!(refusal.to_string().contains(why), "{refusal}");
+        assert_eq!(refused(&status(&ips[..4]), &IngressRanges::default(), 4, networks), None);
     }
 
     #[test]

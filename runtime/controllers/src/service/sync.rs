@@ -197,7 +197,10 @@ impl<C: Cloud> ServiceSync<C> {
     ) -> Result<Reservation, ingress::RefusedIngress> {
         let pod_networks = self.ctx.nodes.pod_networks();
         let networks = ingress::ClusterNetworks { settings: &self.ctx.settings, pod_networks: &pod_networks };
-        if let Some(refused) = self.policy.read(|policy| ingress::refused(status, &policy.ingress_ranges, networks)) {
+        let refused = self
+            .policy
+            .read(|policy| ingress::refused(status, &policy.ingress_ranges, policy.most_ingress(service), networks));
+        if let Some(refused) = refused {
             return Err(refused);
         }
         let answer = ingress::Answer::new(status);

@@ -183,6 +183,18 @@ impl LoadBalancer for Hostile {
                 Ok(observed("slept".into()))
             }
             "grow" => Ok(observed(format!("grew {} MiB", grow(arg.parse().unwrap_or(1024))))),
+            // `IP,IP,...`: an entry for each.
+            "addresses" => Ok(LoadBalancerStatus {
+                ingress: arg
+                    .split(',')
+                    .map(|ip| LoadBalancerIngress {
+                        ip: Some(ip.to_owned()),
+                        hostname: None,
+                        ip_mode: None,
+                        ports: Vec::new(),
+                    })
+                    .collect(),
+            }),
             "panic" => panic!("{arg}"),
             "scribble" => {
                 // `KIB`: marks KIB KiB of memory and leaves them marked.
