@@ -47,7 +47,7 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<()> {
     let mut client = reqwest::Client::builder().danger_accept_invalid_certs(args.insecure_skip_tls_verify);
     if let Some(path) = &args.certificate_authority {
         let pem = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        client = client.add_root_certificate(reqwest::Certificate::from_pem(&pem)?);
+        client = client.tls_certs_merge([reqwest::Certificate::from_pem(&pem)?]);
     }
     let url = format!("{}/providers", args.server.trim_end_matches('/'));
     let mut request = client.build()?.get(&url);

@@ -144,18 +144,27 @@ impl Outbound {
     ) -> Result<Self, LoadError> {
         let allow_list = Arc::new(allow_list);
         let resolver = CheckedResolver::new(allow_list.clone(), Arc::new(system_lookup));
-        let mut builder = reqwest::Client::builder()
+        let mut roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+            .iter()
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(LoadError::TrustedCertificates)?;
+        if let Some(pem) = trusted_certificates {
+            roots.extend(reqwest::Certificate::from_pem_bundle(pem).map_err(LoadError::TrustedCertificates)?);
+        }
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Losing a race to another installer is fine: one is installed.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        // The system's roots, Mozilla's and the provider's own.
+        let builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .dns_resolver(Arc::new(resolver))
             .user_agent(concat!("wasm-ccm/", env!("CARGO_PKG_VERSION")))
             .pool_max_idle_per_host(IDLE_PER_HOST)
-            .pool_idle_timeout(IDLE_TIMEOUT);
-        if let Some(pem) = trusted_certificates {
-            for certificate in reqwest::Certificate::from_pem_bundle(pem).map_err(LoadError::TrustedCertificates)? {
-                builder = builder.add_root_certificate(certificate);
-            }
-        }
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .tls_certs_merge(roots);
         let client =
             builder.build().map_err(|err| LoadError::Engine(format!("cannot build the HTTP client: {err}")))?;
         Ok(Outbound { client, allow_list, limits, scrubber })
