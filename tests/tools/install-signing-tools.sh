@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the signing and OCI clients the interoperability tests run for real, each at a pinned
-# version into a directory of its own, once:
+# Installs the signing and OCI clients the interoperability tests run for real, and the
+# dependency graph's checker `make test` runs, each at a pinned version into a directory of its
+# own, once:
 #
-#   cosign   github.com/sigstore/cosign/v3/cmd/cosign, built by Go from the Go module proxy
-#   oras     oras.land/oras/cmd/oras, built by Go from the Go module proxy
-#   wkg      the wkg crate, built by cargo install --locked
+#   cosign       github.com/sigstore/cosign/v3/cmd/cosign, built by Go from the Go module proxy
+#   oras         oras.land/oras/cmd/oras, built by Go from the Go module proxy
+#   wkg          the wkg crate, built by cargo install --locked
+#   cargo-deny   the cargo-deny crate, built by cargo install --locked (deny.toml)
 #
 # into $WASM_CCM_CACHE/tools/<name>-<version>/bin/<name> (default ~/.cache/wasm-ccm/tools), where
 # tests/integration/src/tools.rs looks for them. A version already there is not built again.
@@ -18,6 +20,7 @@ set -euo pipefail
 COSIGN_VERSION=v3.1.3
 ORAS_VERSION=v1.3.6
 WKG_VERSION=0.16.1
+CARGO_DENY_VERSION=0.20.2
 
 tools="${WASM_CCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wasm-ccm}/tools"
 go_version=1.27.3
@@ -75,8 +78,10 @@ mkdir -p "$tools"
 go_tool cosign "$COSIGN_VERSION" github.com/sigstore/cosign/v3/cmd/cosign
 go_tool oras "$ORAS_VERSION" oras.land/oras/cmd/oras
 cargo_tool wkg "$WKG_VERSION" wkg
+cargo_tool cargo-deny "$CARGO_DENY_VERSION" cargo-deny
 
 # What each reports of itself, so that a log shows what ran.
 "$tools/cosign-$COSIGN_VERSION/bin/cosign" version 2>&1 | sed -n 's/^GitVersion: */cosign /p' >&2
 "$tools/oras-$ORAS_VERSION/bin/oras" version 2>&1 | sed -n 's/^Version: */oras /p' >&2
 "$tools/wkg-$WKG_VERSION/bin/wkg" --version >&2
+"$tools/cargo-deny-$CARGO_DENY_VERSION/bin/cargo-deny" --version >&2
