@@ -4,7 +4,7 @@
 //! `WASM_CCM_GIT_COMMIT`, else the checkout's `HEAD`) and the compiler's
 //! version.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn main() {
@@ -14,7 +14,7 @@ fn main() {
 
 fn embed_fake() {
     println!("cargo::rustc-check-cfg=cfg(embedded_fake)");
-    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fake = manifest.join("../../target/wasm/provider_fake.wasm");
     println!("cargo::rerun-if-changed={}", fake.display());
     if fake.exists() {

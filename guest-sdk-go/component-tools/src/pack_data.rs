@@ -113,7 +113,7 @@ fn merge(placed: Vec<Placed<'_>>, max_segments: usize) -> Vec<(u32, Vec<u8>)> {
     for (index, segment) in placed.iter().enumerate() {
         match merged.last_mut() {
             Some((offset, bytes)) if open => {
-                let filled = usize::try_from(segment.offset - *offset).expect("a u32 fits a usize");
+                let filled = (segment.offset - *offset) as usize;
                 bytes.resize(filled, 0);
                 bytes.extend_from_slice(segment.bytes);
             }

@@ -25,8 +25,7 @@ fn script(shell: Shell) -> Vec<u8> {
         // hyphen spelt `__subcmd__` (`wasm__subcmd__ccm__subcmd__run`) but
         // looks them up with it spelt `__` (`wasm__ccm__subcmd__run`): no
         // subcommand would complete.
-        let text = String::from_utf8(script).expect("the script is UTF-8");
-        script = text.replace("wasm__subcmd__ccm", "wasm__ccm").into_bytes();
+        script = String::from_utf8_lossy(&script).replace("wasm__subcmd__ccm", "wasm__ccm").into_bytes();
     }
     script
 }

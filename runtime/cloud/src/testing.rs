@@ -1,6 +1,8 @@
 //! [`TestCloud`], an in-memory cloud for tests: it records every call and
 //! fails a function on request.
 
+#![allow(clippy::expect_used, clippy::panic, reason = "a test double: a test asking what it was not given fails")]
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::json::to_json;
 use crate::{DistributionError, Reference, VERSION_ANNOTATION, digest};
 
 /// The config media type of the CNCF WebAssembly OCI artifact format.
@@ -214,7 +215,7 @@ pub(crate) fn provider_manifest(
         layer_digests: vec![layer.digest.clone()],
         component,
     };
-    let config = serde_json::to_vec(&config).expect("a config serialises");
+    let config = to_json(&config);
     let manifest = Manifest {
         schema_version: 2,
         media_type: Some(OCI_MANIFEST.to_owned()),
@@ -225,7 +226,7 @@ pub(crate) fn provider_manifest(
         subject: None,
         annotations: version.map(|version| [(VERSION_ANNOTATION.to_owned(), version.to_string())].into()),
     };
-    let manifest = serde_json::to_vec(&manifest).expect("a manifest serialises");
+    let manifest = to_json(&manifest);
     (config, manifest)
 }
 

@@ -17,6 +17,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
+use crate::json::to_json;
 use crate::{DistributionError, PublicKey};
 
 /// The media type of the bundles cosign v3 writes.
@@ -327,7 +328,8 @@ pub(crate) fn verify(
                     }
                 }
             }
-            Err(first.expect("there is at least one entry").into())
+            // Refused too when no entry was checked.
+            Err(first.unwrap_or(BundleError::LogUnchecked { count: entries.len() }).into())
         }
     }
 }
@@ -431,7 +433,7 @@ fn check_entry(entry: &TlogEntry, log: &LogKey, subject: Subject<'_>, signed: &S
         log_id: &log_id,
         log_index: integer(&entry.log_index, "log index")?,
     };
-    let promised = serde_json::to_vec(&promised).expect("an entry serialises");
+    let promised = to_json(&promised);
     if !log.key.verifies(&promised, &timestamp) {
         return Err(LogEntryProblem::BadPromise);
     }
@@ -495,7 +497,7 @@ pub(crate) fn message_bundle(bytes: &[u8], key: &crate::SigningKey) -> Result<Ve
             "signature": STANDARD.encode(signature),
         },
     });
-    Ok(serde_json::to_vec(&bundle).expect("a bundle serialises"))
+    Ok(to_json(&bundle))
 }
 
 impl From<BundleError> for DistributionError {

@@ -17,6 +17,7 @@ use tracing::debug;
 
 use crate::artifact::{DOCKER_MANIFEST, Descriptor, Manifest, OCI_MANIFEST};
 use crate::bundle::{self, Subject, TransparencyLog};
+use crate::json::to_json;
 use crate::keys::decode_signature;
 use crate::session::Session;
 use crate::transfer::{PinnedManifest, fetch_blob, pull_manifest, pull_pinned_manifest, push_manifest, upload};
@@ -235,7 +236,7 @@ pub async fn sign(
         },
         optional: None,
     };
-    let payload = serde_json::to_vec(&payload).expect("a payload serialises");
+    let payload = to_json(&payload);
     let signature = STANDARD.encode(key.sign_raw(&payload)?);
     let mut layer = Descriptor::of(SIMPLE_SIGNING_MEDIA_TYPE, &payload);
     layer.annotations = Some(BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), signature)]));
@@ -260,7 +261,7 @@ pub async fn sign(
         subject: None,
         annotations: None,
     };
-    push_manifest(&client, &signatures, serde_json::to_vec(&manifest).expect("a manifest serialises")).await?;
+    push_manifest(&client, &signatures, to_json(&manifest)).await?;
     debug!(reference = %pinned, "signed");
     Ok(manifest_digest)
 }
@@ -269,7 +270,7 @@ pub async fn sign(
 /// the payloads as its layers.
 fn signature_config(layers: &[Descriptor]) -> Vec<u8> {
     let diff_ids: Vec<&str> = layers.iter().map(|layer| layer.digest.as_str()).collect();
-    serde_json::to_vec(&serde_json::json!({
+    to_json(&serde_json::json!({
         "architecture": "",
         "created": "0001-01-01T00:00:00Z",
         "history": [{"created": "0001-01-01T00:00:00Z"}],
@@ -277,7 +278,6 @@ fn signature_config(layers: &[Descriptor]) -> Vec<u8> {
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "config": {},
     }))
-    .expect("a config serialises")
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ mod digest;
 mod egress;
 mod error;
 mod inspect;
+mod json;
 mod keys;
 mod options;
 mod pull;

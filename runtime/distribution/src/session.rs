@@ -7,7 +7,7 @@
 //! answers and error bodies whole and follows redirects anywhere.
 
 use std::error::Error as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -75,7 +75,7 @@ impl Session {
             auth: options.auth.clone(),
             authorization: Mutex::new(None),
         };
-        let probe = session.base.join("v2/").expect("a relative path joins");
+        let probe = session.url("v2/");
         let response = session.client.get(probe).send().await.map_err(|err| transport("reach", reference, err))?;
         if response.status() == StatusCode::UNAUTHORIZED {
             session.answer_challenge(&response, reference).await?;
@@ -99,6 +99,7 @@ impl Session {
         self.url(&format!("v2/{}/blobs/{digest}", self.repository))
     }
 
+    #[expect(clippy::expect_used, reason = "a path of a parsed reference joins its registry's base URL")]
     fn url(&self, path: &str) -> Url {
         self.base.join(path).expect("repository paths are checked when references are parsed")
     }
@@ -117,7 +118,7 @@ impl Session {
         let mut retried = false;
         loop {
             let mut request = self.client.request(method.clone(), url.clone()).header(ACCEPT, accept);
-            if let Some(authorization) = self.authorization.lock().expect("not poisoned").clone() {
+            if let Some(authorization) = self.authorization.lock().unwrap_or_else(PoisonError::into_inner).clone() {
                 request = request.header(AUTHORIZATION, authorization);
             }
             let response = request.send().await.map_err(|err| transport(action, reference, err))?;
@@ -159,7 +160,7 @@ impl Session {
             }
             (None, Auth::Anonymous) => return Ok(false),
         };
-        let mut current = self.authorization.lock().expect("not poisoned");
+        let mut current = self.authorization.lock().unwrap_or_else(PoisonError::into_inner);
         let changed = current.as_ref() != Some(&authorization);
         *current = Some(authorization);
         Ok(changed)

@@ -221,6 +221,11 @@ impl CompileCache {
         format!("{wasm_digest}-{}.cwasm", self.engine)
     }
 
+    #[expect(clippy::expect_used, reason = "HMAC takes keys of any length")]
+    fn mac(&self) -> HmacSha256 {
+        HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length")
+    }
+
     /// The seed of the randomness a provider's `initialize` draws in the
     /// instance that is snapshotted, from this cache's key and `inputs`
     /// (the provider's name, its component and configuration, the cluster's
@@ -228,7 +233,7 @@ impl CompileCache {
     /// snapshot, which the cache then keeps, and the seed stays unknown to
     /// whoever lacks the key.
     pub(crate) fn snapshot_seed(&self, inputs: &[&[u8]]) -> [u8; 32] {
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
+        let mut mac = self.mac();
         mac.update(b"wasm-ccm snapshot seed");
         for input in inputs {
             mac.update(&(input.len() as u64).to_le_bytes());
@@ -238,7 +243,7 @@ impl CompileCache {
     }
 
     fn tag(&self, name: &str, code: &[u8]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes keys of any length");
+        let mut mac = self.mac();
         mac.update(name.as_bytes());
         mac.update(code);
         mac
@@ -497,7 +502,8 @@ mod permissions {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 

@@ -180,6 +180,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, LoadError> {
     let (backend, digest) = (backend.clone(), digest.to_owned());
     tokio::task::spawn_blocking(move || {
+        #[expect(clippy::expect_used, reason = "called for engines with a compile cache only")]
         let cache = backend.cache.as_ref().expect("called with a compile cache only");
         work(cache, &backend.engine, &digest)
     })

@@ -56,7 +56,7 @@ impl Default for Limits {
             http_response_body: 16 << 20,
             calls: None,
             http_requests: None,
-            cpu_millicores: NonZeroU32::new(1000).expect("non-zero"),
+            cpu_millicores: NonZeroU32::MIN.saturating_add(999),
         }
     }
 }

@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -133,7 +133,7 @@ impl Providers {
     /// The share of provider `name`: the one its other writers use, or a
     /// new one.
     fn share(self: &Arc<Self>, name: &Arc<str>) -> Share {
-        let mut shares = self.shares.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(waiting) = shares.get(name).and_then(std::sync::Weak::upgrade) {
             return Share(waiting);
         }
@@ -236,7 +236,7 @@ impl Writer {
             provider: pending.provider.clone(),
         };
         let now = Timestamp::now();
-        let repeat = self.written.lock().expect("event cache poisoned").repeat(&key);
+        let repeat = self.written.lock().unwrap_or_else(PoisonError::into_inner).repeat(&key);
         if let Some((namespace, name, count)) = repeat {
             let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
             let patch = json!({ "count": count, "lastTimestamp": Time(now) });
@@ -271,7 +271,7 @@ impl Writer {
         let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &namespace);
         api.create(&PostParams::default(), &event).await?;
         let written = Written { namespace, name, count: 1, last: Instant::now() };
-        self.written.lock().expect("event cache poisoned").events.insert(key, written);
+        self.written.lock().unwrap_or_else(PoisonError::into_inner).events.insert(key, written);
         Ok(())
     }
 }

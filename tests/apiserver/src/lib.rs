@@ -5,6 +5,13 @@
 //!
 //! See `DIFFERENCES.md` in this crate for everything it does differently from the real server.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 mod allocator;
 mod conversion;
 mod create;

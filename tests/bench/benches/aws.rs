@@ -10,6 +10,13 @@
 //! the target directory cargo uses (`CARGO_TARGET_DIR`, else `target/`),
 //! the providers (`providers/build.sh`) and `moto_server`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

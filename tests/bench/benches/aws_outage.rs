@@ -11,6 +11,13 @@
 //! AWS provider (`providers/build.sh`) and `moto_server`.
 //! `BENCH_AWS_OUTAGE_NODES` lists the node counts (default `2000,5000`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -16,6 +16,13 @@
 //! Needs etcd and kube-apiserver (`KUBEBUILDER_ASSETS` or
 //! `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

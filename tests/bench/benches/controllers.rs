@@ -41,6 +41,13 @@
 //! tuned upstream and wasm-ccm at its defaults that many times in turn in
 //! each scenario, and reports each pair's ratios and their median.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};

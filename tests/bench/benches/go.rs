@@ -4,6 +4,13 @@
 //! instance), a call through `initialize`, ensure-load-balancer with 1, 100
 //! and 1000 nodes against the fake cloud, and memory per live instance.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::time::{Duration, Instant};
 
 use serde_json::json;

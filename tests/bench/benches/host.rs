@@ -6,6 +6,13 @@
 //! nodes to a provider that reads only their provider IDs; memory per live
 //! instance.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -15,6 +15,13 @@
 //! the node counts (default `2000,5000`); `BENCH_OUTAGE_SECONDS` the
 //! measured time (default 60).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -5,6 +5,13 @@
 //! (compiled after the swap, while Winch's serves); then failed calls while
 //! 100 reloads swap a provider that calls run on continuously.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

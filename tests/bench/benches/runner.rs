@@ -4,6 +4,13 @@
 //! 20 000 objects already in a cache. This is the measurement behind the
 //! choice of runner (docs/bench-log).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

@@ -21,6 +21,13 @@
 //! `TEST_ASSET_KUBE_APISERVER`/`TEST_ASSET_ETCD`); `BENCH_ROUNDS` sets the
 //! rounds of each form (default 6).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a benchmark: a failure stops the run that met it"
+)]
+
 use std::collections::BTreeMap;
 use std::time::Instant;
 

@@ -1,5 +1,12 @@
 //! What wasm-ccm's benchmarks share: timing statistics and process memory.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus, Service, ServicePort, ServiceSpec};

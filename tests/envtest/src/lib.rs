@@ -24,6 +24,13 @@
 //! so on the terminal and the caller skips, unless `WASM_CCM_REQUIRE_ENVTEST`
 //! is set, as it is in CI, where a missing binary is an error.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 mod assets;
 mod audit;
 mod control_plane;

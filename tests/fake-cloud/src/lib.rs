@@ -7,6 +7,13 @@
 //!   creates, `if-match: <version>` only replaces that version (412 otherwise);
 //! - `DELETE /v1/{collection}/{key}`: 204, or 404.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,6 +2,13 @@
 //! servers to aim providers at, the `wasm-ccm` binary as a child process; with
 //! the builders, free ports and built components of `wasm-ccm-test-support`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 pub mod backend;
 pub mod canned_aws;
 pub mod clients;

@@ -3,6 +3,13 @@
 //! its modules. The helpers they share are the `wasm-ccm-tests` library
 //! beside them (`../src`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers: a failure stops the test that met it"
+)]
+
 use std::path::Path;
 
 mod admin_auth;

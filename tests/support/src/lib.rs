@@ -13,6 +13,13 @@
 //! # assert_eq!(web.spec.unwrap().ports.unwrap()[0].node_port, Some(30080));
 //! ```
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 mod guest;
 mod node;
 mod port;

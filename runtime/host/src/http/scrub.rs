@@ -120,6 +120,7 @@ impl Scrubber {
     }
 }
 
+#[expect(clippy::expect_used, reason = "a few short literal patterns always build")]
 fn automaton(patterns: Vec<Vec<u8>>) -> AhoCorasick {
     AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostLongest)

@@ -1,5 +1,12 @@
 //! Scenario tests through a real `kube::Client` against the API server harness.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers: a failure stops the test that met it"
+)]
+
 mod crud;
 mod discovery;
 mod events;

@@ -17,6 +17,13 @@
 //! reads the clock; with `spin-on-initialize` and `grow-on-initialize` its
 //! `initialize` loops forever or takes 1 GiB.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 use std::hint::black_box;
 use std::time::Duration;
 

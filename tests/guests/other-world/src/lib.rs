@@ -1,5 +1,11 @@
 //! A component of another world, which the host must refuse to load.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
 #![allow(missing_docs, unsafe_code)]
 
 wit_bindgen::generate!({

@@ -9,6 +9,13 @@
 //!   unknown ones included;
 //! - `shutdown` asks for a retry without a delay.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failure stops the test that met it"
+)]
+
 use std::hash::BuildHasher;
 use std::time::Duration;
 
