@@ -183,10 +183,15 @@ impl ProviderMetrics {
         self.families.http_waits.of(provider)
     }
 
-    /// Records where a load's compiled code came from.
+    /// Records where a load's compiled code came from, and makes the
+    /// provider's deadline and memory counters exist at 0, so that an
+    /// alert on their `increase()` sees the first one.
     pub(crate) fn compile(&self, provider: &str, outcome: CacheOutcome) {
         let labels = CompileLabels { provider: provider.to_owned(), cache: outcome.as_str().to_owned() };
         self.families.compilations.get_or_create(&labels).inc();
+        let provider = ProviderLabels { provider: provider.to_owned() };
+        self.families.deadlines.get_or_create(&provider);
+        self.families.memory_limits.get_or_create(&provider);
     }
 
     /// Records a call and, when the sandbox stopped it, why.

@@ -291,7 +291,14 @@ fn read(path: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_rules_and_dashboard_use_what_wasm_ccm_exports() {
     let exported = scrape_a_running_wasm_ccm().await;
-    for name in ["wasm_ccm_build_info", "process_cpu_seconds_total", "provider_call_duration_seconds_count"] {
+    // The deadline counter is there at 0 before any deadline, so that the
+    // timeout alert's increase() sees the first.
+    for name in [
+        "wasm_ccm_build_info",
+        "process_cpu_seconds_total",
+        "provider_call_duration_seconds_count",
+        "provider_deadline_exceeded_total",
+    ] {
         assert!(exported.names.contains(name), "{name} is exported: {:?}", exported.names);
     }
 
