@@ -21,7 +21,8 @@
 // clients fail every request (a provider has no access to the API server),
 // and a stop channel that is never closed; an InformerUser is not given
 // informers. http.DefaultTransport goes through the host's HTTP, as with
-// the SDK (this package imports its component package). The configuration
+// the SDK (this package imports its component package). os.Args is the
+// program name alone, which klog needs. The configuration
 // is --cloud-config's, passed to the factory as upstream does. Every call
 // runs in a fresh copy of the instance the factory and Initialize left, so
 // what the provider keeps in memory between calls is lost.
@@ -33,6 +34,7 @@ import (
 
 	lean "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
 	_ "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/component"
+	_ "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/upstream/internal/programname"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
