@@ -28,7 +28,10 @@
 # segments, so that the host can snapshot the provider once initialised (a
 # snapshot adds segments, and Go's linker leaves up to wasmtime's limit).
 # Go's own build cache keeps rebuilds quick. net/http is built without
-# HTTP/2 (the host speaks HTTP for the provider).
+# HTTP/2 (the host speaks HTTP for the provider). The modules a Go provider
+# requires beyond this repository (k8s.io/cloud-provider's, for
+# providers/upstream-fake-go) are downloaded through GOPROXY into Go's module
+# cache (GOMODCACHE) when the cache lacks them; the build itself is offline.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -106,6 +109,10 @@ go_guest() {
     work=$(mktemp -d)
     (
         cd "$dir"
+        if ! GOPROXY=off GOTOOLCHAIN=local go mod download 2>/dev/null; then
+            echo "build.sh: downloading the modules of $dir into $(go env GOMODCACHE)" >&2
+            GOTOOLCHAIN=local go mod download
+        fi
         GOOS=wasip1 GOARCH=wasm GOPROXY=off GOTOOLCHAIN=local GOFLAGS="-mod=mod -tags=nethttpomithttp2" \
             go build -buildmode=c-shared -trimpath -ldflags=-checklinkname=0 -o "$work/core.wasm" .
     )
@@ -150,6 +157,7 @@ cargo_guest --locked --manifest-path "$root/Cargo.toml" "${packages[@]}"
 for guest in "${guests[@]}"; do copy "$guest" "$root/target/wasm"; done
 go_guest "$root/providers/fake-go" provider-fake-go "$root/target/wasm"
 go_guest "$root/tests/guests/hostile-go" guest-hostile-go "$root/target/wasm"
+go_guest "$root/providers/upstream-fake-go" provider-upstream-fake-go "$root/target/wasm"
 
 # The Go fake as a provider built against contract 0.2.1 is: wit/ without
 # what 0.2.2 added (metadata-batch), so that the tests can show the host

@@ -1,9 +1,11 @@
 // Package component makes a Go program a wasm-ccm provider component:
 // imported for its side effects by the provider's main package, it exports
 // the provider registered with cloudprovider.RegisterCloudProvider as the
-// wasm-ccm:provider world, and points http.DefaultTransport at the host's
-// HTTP (hosthttp) and the default slog logger, and so the log package, at
-// the host's log (hostlog).
+// wasm-ccm:provider world, points the default slog logger, and so the log
+// package, at the host's log (hostlog), and http.DefaultTransport at the
+// host's HTTP (hosthttp) when the provider starts, before its factory:
+// after every package's init, some of which (k8s.io/apimachinery's) expect
+// Go's own transport there.
 //
 //	package main
 //

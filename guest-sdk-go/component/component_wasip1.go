@@ -4,9 +4,7 @@ package component
 
 import (
 	"log/slog"
-	"net/http"
 
-	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/hosthttp"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/hostlog"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/host"
 	_ "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/wit/exports/wit_exports"
@@ -15,6 +13,5 @@ import (
 
 func init() {
 	host.Use(glue.Backend{})
-	http.DefaultTransport = &hosthttp.Transport{}
 	slog.SetDefault(slog.New(hostlog.NewHandler(nil)))
 }

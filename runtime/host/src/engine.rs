@@ -51,7 +51,8 @@ pub struct EngineSettings {
     /// How many bytes of compiled code the compile cache keeps; the least
     /// recently used entries go beyond it.
     pub compile_cache_max_bytes: u64,
-    /// The largest component compiled, in bytes.
+    /// The largest component compiled, in bytes: 64 MiB by default, above
+    /// the 54 MB of a Go provider built on the real k8s.io/cloud-provider.
     pub max_component_size: usize,
     /// How long compiling one component may take once it has its turn. A
     /// compile past it is given up and reported as failed (see [`Compiler`]
@@ -71,7 +72,7 @@ impl Default for EngineSettings {
             opt_level: OptLevel::Speed,
             compile_cache: None,
             compile_cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
-            max_component_size: 32 << 20,
+            max_component_size: 64 << 20,
             compile_timeout: Duration::from_secs(60),
             compiler: Compiler::InProcess,
             compile_parallelism: 2,

@@ -61,12 +61,13 @@ impl Default for Limits {
     }
 }
 
-/// Elements a table may have: wasmtime's pool's default, far above what a
-/// Rust provider needs. The pools and instances allocated on demand
+/// Elements a table may have: far above what a Rust provider needs, and
+/// above the 26,535 of a Go provider built on the real k8s.io/cloud-provider
+/// (`providers/upstream-fake-go`). The pools and instances allocated on demand
 /// ([`Allocation::OnDemand`](crate::Allocation::OnDemand)) are held to the
 /// same bounds, since tables and instances take the host's memory, which
 /// the memory limit does not count.
-pub(crate) const MAX_TABLE_ELEMENTS: usize = 20_000;
+pub(crate) const MAX_TABLE_ELEMENTS: usize = 32_768;
 /// Tables an instance may have: a Rust provider has a couple.
 pub(crate) const MAX_TABLES: usize = 8;
 /// Core instances a component instance may have: a Rust provider has a

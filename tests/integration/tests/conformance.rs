@@ -1,7 +1,9 @@
 //! `wasm-ccm provider conformance`, run as the real binary: the fake
 //! provider, in Rust and in Go, against its fake cloud and the AWS provider
 //! against a real AWS emulator (`moto_server`) pass; a provider that breaks the contract,
-//! pulled from a real registry, fails with a report that says how.
+//! pulled from a real registry, fails with a report that says how; upstream's own fake,
+//! served through the Go SDK's upstream adapter, fails where it keeps state in memory and
+//! where its answers are a test double's.
 
 use std::path::Path;
 use std::process::Command;
@@ -238,4 +240,112 @@ async fn a_provider_that_breaks_the_contract_fails_with_reasons() {
         "{}",
         run.stderr
     );
+}
+
+/// Upstream's `k8s.io/cloud-provider/fake`, unchanged, built with the Go
+/// SDK's upstream adapter (`providers/upstream-fake-go`) and configured as
+/// upstream's tests configure it: every part it supports is reached through
+/// the adapter. It fails where it keeps state in memory, which a call in a
+/// fresh instance does not see, and where its answers are a test double's.
+#[test]
+fn upstreams_fake_serves_and_fails_where_it_keeps_state_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "config.json",
+        &json!({
+            "EnableInstancesV2": true, "ExistsByProviderID": true, "ExternalIP": "198.51.100.10",
+            "FailureDomain": "zone-a", "Region": "region-1",
+            "ProviderID": {"node-a": "fake://i-a", "node-b": "fake://i-b"},
+            "InstanceTypes": {"node-a": "m5.large", "node-b": "m5.large"},
+            "ExtID": {"node-a": "i-a", "node-b": "i-b"},
+            "Addresses": [{"type": "InternalIP", "address": "10.0.0.10"}],
+            "ClusterList": ["kubernetes"],
+        }),
+    );
+    let nodes = json!([
+        {"metadata": {"name": "node-a"}, "spec": {"podCIDR": "10.244.1.0/24"}},
+        {"metadata": {"name": "node-b"}, "spec": {"podCIDR": "10.244.2.0/24"}},
+    ]);
+    write(dir.path(), "fixture.json", &json!({"nodes": nodes, "services": services()}));
+    let fake = wasm("provider-upstream-fake-go");
+
+    let run = conformance(dir.path(), &[&fake, "--fixture", "fixture.json", "--cloud-config", "config.json"]);
+    assert!(!run.success, "{}", run.stdout);
+    let pass = |name: &str| (name.to_owned(), "pass".to_owned(), String::new());
+    let fail = |name: &str, reason: &str| (name.to_owned(), "FAIL".to_owned(), reason.to_owned());
+    let skip = |name: &str, reason: &str| (name.to_owned(), "skip".to_owned(), reason.to_owned());
+    let mut expected = vec![pass("provider/name")];
+    for service in ["shop/web", "default/dns"] {
+        let check = |name: &str| format!("load-balancer/{service}/{name}");
+        expected.extend([
+            pass(&check("name")),
+            pass(&check("get-absent")),
+            pass(&check("ensure")),
+            pass(&check("ensure-idempotent")),
+            // The fake's GetLoadBalancer answers its Exists field, never
+            // what EnsureLoadBalancer put in its map of balancers.
+            fail(&check("get-after-ensure"), "get says it does not exist after ensure"),
+            fail(
+                &check("survives-reload"),
+                "get says it does not exist after ensure; asked of the provider loaded afresh: keep what must last in the cloud",
+            ),
+            fail(&check("update"), "get says it is gone after an update to 1 nodes"),
+            pass(&check("delete")),
+            pass(&check("delete-again")),
+            pass(&check("gone")),
+        ]);
+    }
+    for node in ["node-a", "node-b"] {
+        let check = |name: &str| format!("instances-v2/{node}/{name}");
+        expected.extend([
+            // The fake looks the instance type up by the node's provider
+            // ID, which the fixture's nodes do not have yet.
+            fail(&check("metadata"), "no instance type"),
+            skip(&check("metadata-by-provider-id"), "metadata failed"),
+            pass(&check("exists")),
+            pass(&check("shutdown")),
+        ]);
+    }
+    let not_found = "answered for a node the cloud does not have, not instance-not-found";
+    expected.extend([
+        // The fake answers ExistsByProviderID and its metadata for any node.
+        fail(
+            "instances-v2/unknown-node/exists",
+            "exists says true for \"wasm-ccm-conformance-absent\", which the cloud does not have",
+        ),
+        fail("instances-v2/unknown-node/metadata", not_found),
+        // Upstream has no batch interfaces.
+        skip("instances-batch", "the provider answers one node at a time"),
+    ]);
+    for node in ["node-a", "node-b"] {
+        for check in ["instance-id", "node-addresses", "instance-type"] {
+            expected.push(pass(&format!("instances/{node}/{check}")));
+        }
+    }
+    expected.extend([
+        fail("instances/unknown-node/instance-id", not_found),
+        pass("zones/node-a/zone"),
+        pass("zones/node-b/zone"),
+        pass("clusters/list"),
+        pass("routes/node-a/create"),
+        pass("routes/node-b/create"),
+        // The routes live in the fake's RouteMap, which each call's fresh
+        // instance has empty: the state between calls the sandbox drops.
+        fail("routes/list", "list-routes does not have the route of 10.244.1.0/24 to node-a; it has none"),
+        fail(
+            "routes/node-a/delete",
+            "delete-route failed: no route found for node:node-a with DestinationCIDR== 10.244.1.0/24",
+        ),
+        fail(
+            "routes/node-b/delete",
+            "delete-route failed: no route found for node:node-b with DestinationCIDR== 10.244.2.0/24",
+        ),
+        pass("routes/gone"),
+        pass("calls/deadline"),
+        pass("calls/errors"),
+    ]);
+    assert_eq!(results(&run), expected, "{}", run.stdout);
+    let summary = run.stdout.lines().last().unwrap();
+    assert!(summary.starts_with(&format!("fake of {fake}: 33 passed, 14 failed, 3 skipped in ")), "{summary}");
 }

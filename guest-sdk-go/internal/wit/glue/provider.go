@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"syscall"
 
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
+	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/hosthttp"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/internal/registry"
 )
 
@@ -34,8 +36,8 @@ func Name() string {
 	return name
 }
 
-// Initialize builds the registered provider from config and hands it the
-// cluster's name.
+// Initialize points http.DefaultTransport at the host, builds the
+// registered provider from config and hands it the cluster's name.
 func Initialize(config []byte, clusterName string) error {
 	if current != nil {
 		return errors.New("the provider was initialized twice")
@@ -44,6 +46,9 @@ func Initialize(config []byte, clusterName string) error {
 	if err != nil {
 		return err
 	}
+	// Only now, after every package's init: k8s.io/apimachinery's init
+	// asserts that http.DefaultTransport is Go's *http.Transport.
+	http.DefaultTransport = &hosthttp.Transport{}
 	var reader io.Reader
 	if len(config) > 0 {
 		reader = bytes.NewReader(config)
