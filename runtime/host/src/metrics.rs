@@ -190,8 +190,9 @@ impl ProviderMetrics {
         let labels = CompileLabels { provider: provider.to_owned(), cache: outcome.as_str().to_owned() };
         self.families.compilations.get_or_create(&labels).inc();
         let provider = ProviderLabels { provider: provider.to_owned() };
-        self.families.deadlines.get_or_create(&provider);
-        self.families.memory_limits.get_or_create(&provider);
+        for family in [&self.families.deadlines, &self.families.memory_limits] {
+            drop(family.get_or_create(&provider));
+        }
     }
 
     /// Records a call and, when the sandbox stopped it, why.

@@ -248,6 +248,7 @@ async fn a_provider_that_breaks_the_contract_fails_with_reasons() {
 /// the adapter. It fails where it keeps state in memory, which a call in a
 /// fresh instance does not see, and where its answers are a test double's.
 #[test]
+#[ignore = "compiles a 54 MB component twice, near the compile timeout beside other tests: `make test` runs it alone"]
 fn upstreams_fake_serves_and_fails_where_it_keeps_state_in_memory() {
     let dir = tempfile::tempdir().unwrap();
     write(
