@@ -16,10 +16,6 @@ export KUBEBUILDER_ASSETS ?= $(NEWEST_ASSETS)
 # The controllers' end-to-end tests, run again on the skew release: every API the controllers
 # use (nodes, Services and their status, events, leases).
 SKEW_TESTS := controllers::real_apiserver replicas::real_apiserver
-# helm and the Prometheus Operator's CRDs for the chart's tests, as tests/setup.sh installs them.
-TOOLS := tests/tools/install-helm-promtool.sh
-export HELM ?= $(shell $(TOOLS) --print HELM)
-export PROMETHEUS_OPERATOR_CRDS ?= $(shell $(TOOLS) --print PROMETHEUS_OPERATOR_CRDS)
 
 ## Build the fake provider, then run wasm-ccm on an embedded local cluster with it.
 local:
@@ -70,7 +66,7 @@ monitoring-checks: test-servers
 
 ## Check the dependency graph against deny.toml: licences, duplicate versions, sources.
 deny: test-servers
-	"$$(tests/tools/install-signing-tools.sh | awk '$$1 == "cargo-deny" { print $$3 }')" check bans licenses sources
+	"$$(tests/tools/install-signing-tools.sh --print CARGO_DENY)" check bans licenses sources
 
 lint:
 	$(CARGO) fmt --all --check

@@ -13,11 +13,12 @@
 #   tests/tools/install-helm-promtool.sh --print PROMETHEUS_OPERATOR_CRDS
 set -euo pipefail
 
-helm_version=v4.3.1
-operator_version=v0.85.0
+# The versions tested; README.md's ecosystem table names the same.
+HELM_VERSION=v4.3.1
+PROMETHEUS_OPERATOR_CRDS_VERSION=v0.85.0
 tools="${WASM_CCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wasm-ccm}/tools"
-helm_dir="$tools/helm-$helm_version"
-crds_dir="$tools/prometheus-operator-crds-$operator_version"
+helm_dir="$tools/helm-$HELM_VERSION"
+crds_dir="$tools/prometheus-operator-crds-$PROMETHEUS_OPERATOR_CRDS_VERSION"
 
 if [ "${1:-}" = --print ]; then
     case "${2:-}" in
@@ -38,19 +39,19 @@ ensure_go() {
 
 if [ ! -x "$helm_dir/helm" ]; then
     ensure_go
-    say "building helm $helm_version"
+    say "building helm $HELM_VERSION"
     mkdir -p "$helm_dir.partial"
     GOBIN="$helm_dir.partial" go install -trimpath \
-        -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm_version" \
-        "helm.sh/helm/v4/cmd/helm@$helm_version"
+        -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
+        "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
     rm -rf "$helm_dir" && mv "$helm_dir.partial" "$helm_dir"
 fi
 say "helm $("$helm_dir/helm" version --template '{{.Version}}') in $helm_dir"
 
 if [ ! -s "$crds_dir/monitoring.coreos.com_prometheusrules.yaml" ]; then
     ensure_go
-    say "fetching the Prometheus Operator $operator_version's CustomResourceDefinitions"
-    source=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$operator_version" \
+    say "fetching the Prometheus Operator $PROMETHEUS_OPERATOR_CRDS_VERSION's CustomResourceDefinitions"
+    source=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_CRDS_VERSION" \
         | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
     mkdir -p "$crds_dir.partial"
     for crd in servicemonitors prometheusrules; do
@@ -58,7 +59,7 @@ if [ ! -s "$crds_dir/monitoring.coreos.com_prometheusrules.yaml" ]; then
     done
     rm -rf "$crds_dir" && mv "$crds_dir.partial" "$crds_dir"
 fi
-say "Prometheus Operator $operator_version CRDs in $crds_dir"
+say "Prometheus Operator $PROMETHEUS_OPERATOR_CRDS_VERSION CRDs in $crds_dir"
 
 if ! command -v promtool >/dev/null 2>&1; then
     say "installing promtool (Debian's prometheus)"

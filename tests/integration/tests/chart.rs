@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use wasm_ccm_distribution::{SigningKey, sign_bytes};
 use wasm_ccm_envtest::{ControlPlane, Identity, Options};
 use wasm_ccm_tests::backend::Backend;
-use wasm_ccm_tests::tools::{HELM, PROMETHEUS_OPERATOR_CRDS};
+use wasm_ccm_tests::tools::Tool;
 use wasm_ccm_tests::{guest, repository};
 
 use crate::deploy::{Manifests, as_decoded, differences, yaml_documents};
@@ -55,7 +55,7 @@ impl Chart {
     /// `helm` with `args` and the values file of `values`: its standard
     /// output, or its standard error.
     fn helm(&self, args: &[&str], name: &str, values: &Value) -> Result<String, String> {
-        let output = Command::new(HELM.path())
+        let output = Command::new(Tool::Helm.path())
             .args(args)
             .arg(self.path())
             .arg("--values")
@@ -290,7 +290,7 @@ async fn the_api_server_takes_the_rendered_chart() {
         return;
     };
     let chart = Chart::new(&guest("provider-fake"));
-    let crds = PROMETHEUS_OPERATOR_CRDS.path();
+    let crds = Tool::PrometheusOperatorCrds.path();
     let plane = ControlPlane::start(&assets, Options::default()).await.unwrap();
     let dir = chart.dir.path();
     for crd in ["monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"] {
@@ -378,7 +378,7 @@ async fn the_api_server_takes_the_rendered_chart() {
     assert!(deployments.get_opt("wasm-ccm").await.unwrap().is_some(), "the Deployment is installed");
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(admin, "kube-system");
     assert!(secrets.get_opt("sh.helm.release.v1.wasm-ccm.v1").await.unwrap().is_some(), "Helm's record");
-    let uninstall = Command::new(HELM.path())
+    let uninstall = Command::new(Tool::Helm.path())
         .args(["uninstall", "wasm-ccm", "--namespace", "kube-system", "--kubeconfig", kubeconfig])
         .output()
         .unwrap();

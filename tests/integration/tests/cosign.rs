@@ -12,9 +12,10 @@ use wasm_ccm_distribution::{
     DistributionError, PublicKey, SigningKey, TransparencyLog, Verification, pull, push, referrers_tag, sha256_digest,
     sign_bundle, verify_bytes,
 };
-use wasm_ccm_tests::clients::{COSIGN_PASSWORD, CosignKeys, Tool};
+use wasm_ccm_tests::clients::{COSIGN_PASSWORD, CosignKeys};
 use wasm_ccm_tests::guest;
 use wasm_ccm_tests::registry::Registry;
+use wasm_ccm_tests::tools::Tool;
 
 fn keyed(keys: &CosignKeys) -> Verification {
     Verification { public_key: Some(PublicKey::from_pem(&keys.public_key_pem()).unwrap()), ..Verification::none() }

@@ -11,10 +11,11 @@ use wasm_ccm_distribution::{
     LAYER_TITLE, PublicKey, TITLE_ANNOTATION, Verification, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, pull,
     resolve, sha256_digest,
 };
-use wasm_ccm_tests::clients::{CosignKeys, Tool};
+use wasm_ccm_tests::clients::CosignKeys;
 use wasm_ccm_tests::guest;
 use wasm_ccm_tests::process::Run;
 use wasm_ccm_tests::registry::Registry;
+use wasm_ccm_tests::tools::Tool;
 
 /// A directory with the fake provider in it, as `provider.wasm`.
 fn work() -> (tempfile::TempDir, Vec<u8>) {

@@ -30,9 +30,10 @@ use wasm_ccm_apiserver::ApiServer;
 use wasm_ccm_distribution::{SigningKey, push, push_version, referrers_tag, resolve, sha256_digest, sign, sign_bytes};
 use wasm_ccm_envtest::{Assets, ControlPlane, Identity, Options};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_tests::clients::{CosignKeys, Tool};
+use wasm_ccm_tests::clients::CosignKeys;
 use wasm_ccm_tests::process::{Process, http_get};
 use wasm_ccm_tests::registry::Registry;
+use wasm_ccm_tests::tools::Tool;
 use wasm_ccm_tests::{free_port, guest, publish};
 
 /// How often the binary polls its source in these tests.
