@@ -3,6 +3,8 @@
 # from the published Go modules, for each release given (default: every supported release):
 #
 #   kube-apiserver             k8s.io/kubernetes/cmd/kube-apiserver at the release
+#   kubectl                    k8s.io/kubernetes/cmd/kubectl at the release: the client the
+#                              tests run against it
 #   etcd                       go.etcd.io/etcd/server/v3 at the version the release is tested
 #                              with (its hack/lib/etcd.sh)
 #   cloud-controller-manager   upstream's, k8s.io/cloud-provider/app at the release, linked with
@@ -56,7 +58,7 @@ module_dir() {
     go mod download -json "$1@$2" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])'
 }
 
-# build_kubernetes RELEASE OUT: kube-apiserver and upstream's cloud-controller-manager.
+# build_kubernetes RELEASE OUT: kube-apiserver, kubectl and upstream's cloud-controller-manager.
 build_kubernetes() {
     local release=$1 out=$2
     local staging="v0.${release#v1.}"
@@ -78,7 +80,7 @@ build_kubernetes() {
         echo ")"
     } > "$work/go.mod"
     cp "$here/upstream-ccm/main.go" "$work/main.go"
-    printf '//go:build tools\n\npackage main\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n' > "$work/tools.go"
+    printf '//go:build tools\n\npackage main\n\nimport (\n\t_ "k8s.io/kubectl/pkg/cmd"\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n)\n' > "$work/tools.go"
     local version="k8s.io/component-base/version" client="k8s.io/client-go/pkg/version"
     local minor=${release#v1.}
     minor=${minor%%.*}
@@ -92,6 +94,8 @@ build_kubernetes() {
         go mod tidy
         say "building kube-apiserver $release"
         go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+        say "building kubectl $release"
+        go build -trimpath -ldflags "$ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl
         say "building upstream's cloud-controller-manager $release with its fake provider"
         go build -trimpath -ldflags "$ldflags" -o "$out/cloud-controller-manager" .
     )
@@ -147,7 +151,7 @@ for release in "${releases[@]}"; do
             stamp > "$dir/.stamp"
             say "built $release in $((SECONDS - started)) s"
         fi
-        say "$release: kube-apiserver and cloud-controller-manager $release, etcd $(cat "$dir/.etcd-version"), in $dir"
+        say "$release: kube-apiserver, kubectl and cloud-controller-manager $release, etcd $(cat "$dir/.etcd-version"), in $dir"
     fi
     echo "$release $dir"
 done

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use wasm_ccm_host::{AllowList, Credentials, Engine, EngineSettings, Limits, LoadedProvider, ProviderSpec};
 pub use wasm_ccm_test_support::{
-    NodeFixture, ServiceFixture, ServicePortFixture, free_port, guest, guest_path, repository,
+    NodeFixture, ServiceFixture, ServicePortFixture, free_port, guest, guest_path, kubectl, repository,
 };
 
 /// One engine for a test binary. It keeps compiled components in

@@ -270,8 +270,12 @@ fn values_that_cannot_work_together_are_refused() {
 fn kubectl(plane: &ControlPlane, dir: &Path, args: &[&str]) -> Result<String, String> {
     let kubeconfig = dir.join("admin.kubeconfig");
     plane.write_kubeconfig(Identity::Admin, &kubeconfig).unwrap();
-    let output =
-        Command::new("kubectl").arg("--kubeconfig").arg(&kubeconfig).args(args).output().expect("kubectl runs");
+    let output = Command::new(wasm_ccm_tests::kubectl())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl runs");
     if output.status.success() {
         Ok(String::from_utf8(output.stdout).unwrap())
     } else {

@@ -95,7 +95,8 @@ impl Manifests {
             components.iter().map(|component| format!("../deploy/components/{component}")).collect();
         let kustomization = json!({"resources": ["../deploy"], "components": components});
         std::fs::write(overlay.join("kustomization.yaml"), kustomization.to_string()).unwrap();
-        let output = Command::new("kubectl").arg("kustomize").arg(&overlay).output().expect("kubectl runs");
+        let output =
+            Command::new(wasm_ccm_tests::kubectl()).arg("kustomize").arg(&overlay).output().expect("kubectl runs");
         assert!(output.status.success(), "kubectl kustomize: {}", String::from_utf8_lossy(&output.stderr));
         let text = String::from_utf8(output.stdout).expect("kustomize prints UTF-8");
         std::fs::write(dir.path().join("built.yaml"), &text).unwrap();
@@ -452,7 +453,7 @@ fn kubeconfig(api: &ApiServer, dir: &Path) -> PathBuf {
 async fn kubectl_create(api: &ApiServer, dir: &Path, file: PathBuf) -> Result<String, String> {
     let kubeconfig = kubeconfig(api, dir);
     let output = tokio::task::spawn_blocking(move || {
-        Command::new("kubectl")
+        Command::new(wasm_ccm_tests::kubectl())
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["create", "--dry-run=server", "--validate=false", "-o", "name", "-f"])

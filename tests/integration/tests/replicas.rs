@@ -200,7 +200,7 @@ async fn local_runs_a_cluster_kubectl_can_see() {
     assert!(text.contains("node local-node-1: initialised as fake://i-0001"), "{text}");
     assert!(text.contains("service default/web: load balancer at 192.0.2."), "{text}");
 
-    let kubectl = std::process::Command::new("kubectl")
+    let kubectl = std::process::Command::new(wasm_ccm_tests::kubectl())
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["get", "nodes,svc"])

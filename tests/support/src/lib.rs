@@ -21,11 +21,13 @@
 )]
 
 mod guest;
+mod kubectl;
 mod node;
 mod port;
 mod service;
 
 pub use guest::{guest, guest_path, repository};
+pub use kubectl::kubectl;
 pub use node::NodeFixture;
 pub use port::free_port;
 pub use service::{ServiceFixture, ServicePortFixture};

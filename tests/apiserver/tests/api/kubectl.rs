@@ -9,9 +9,13 @@ use serde_json::json;
 
 use crate::{server, within};
 
-/// Whether `kubectl` is on PATH.
+/// Whether the tests' `kubectl` runs.
 fn kubectl_installed() -> bool {
-    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+    Command::new(wasm_ccm_test_support::kubectl())
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Runs `kubectl` with `args` against the kubeconfig in `dir`, off the async runtime.
@@ -20,7 +24,13 @@ async fn kubectl(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let cache = dir.join("cache");
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let output = tokio::task::spawn_blocking(move || {
-        Command::new("kubectl").arg("--kubeconfig").arg(kubeconfig).arg("--cache-dir").arg(cache).args(args).output()
+        Command::new(wasm_ccm_test_support::kubectl())
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache)
+            .args(args)
+            .output()
     })
     .await??;
     let stdout = String::from_utf8(output.stdout)?;
@@ -37,7 +47,7 @@ fn scratch_dir() -> anyhow::Result<PathBuf> {
 #[tokio::test]
 async fn kubectl_prints_tables_and_objects() -> anyhow::Result<()> {
     if !kubectl_installed() {
-        eprintln!("skipping the kubectl assertions: kubectl is not on PATH");
+        eprintln!("skipping the kubectl assertions: no kubectl (TEST_ASSET_KUBECTL, KUBEBUILDER_ASSETS or the PATH)");
         return Ok(());
     }
     within(60, async {
@@ -102,7 +112,7 @@ async fn kubectl_prints_tables_and_objects() -> anyhow::Result<()> {
 #[tokio::test]
 async fn kubectl_prints_events_as_a_real_cluster() -> anyhow::Result<()> {
     if !kubectl_installed() {
-        eprintln!("skipping the kubectl assertions: kubectl is not on PATH");
+        eprintln!("skipping the kubectl assertions: no kubectl (TEST_ASSET_KUBECTL, KUBEBUILDER_ASSETS or the PATH)");
         return Ok(());
     }
     within(60, async {
