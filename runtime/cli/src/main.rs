@@ -12,23 +12,8 @@ fn main() -> ExitCode {
     match wasm_ccm::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", report(&err));
+            eprintln!("error: {}", wasm_ccm_fleet::error_chain(err.as_ref()));
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and its causes, each said once: many errors repeat their
-/// cause in their own message.
-fn report(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain().map(ToString::to_string) {
-        if !text.contains(&cause) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&cause);
-        }
-    }
-    text
 }

@@ -47,15 +47,42 @@ impl LoadFailure {
     }
 }
 
-/// `error` and its sources, joined by colons: what a load failure or a
-/// refused plan says in a log line or a problem list.
+/// `error` and its sources, joined by colons, each said once (many errors
+/// repeat their cause in their own message): what a load failure, a
+/// refused plan or the command line's last error says.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the cloud is down")]
+    struct Down;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot call: {0}")]
+    struct Repeats(#[source] Down);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("does not load")]
+    struct Wraps(#[source] Repeats);
+
+    #[test]
+    fn each_cause_is_said_once() {
+        assert_eq!(error_chain(&Repeats(Down)), "cannot call: the cloud is down");
+        assert_eq!(error_chain(&Wraps(Repeats(Down))), "does not load: cannot call: the cloud is down");
+    }
 }

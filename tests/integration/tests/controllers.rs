@@ -402,6 +402,9 @@ async fn provider_errors_are_reported_and_backed_off(backend: &Backend) {
     assert!(notes.iter().any(|note| note.contains("quota exhausted")), "{notes:?}");
     assert!(notes.iter().any(|note| note.contains("subnet full")), "{notes:?}");
     cluster.reconfigure(instances()).await;
+    // The third failure backed the Service off 20 s: the next attempt, which
+    // succeeds, comes then.
+    tokio::time::sleep(Duration::from_secs(15)).await;
     cluster.ingress("web").await;
 }
 

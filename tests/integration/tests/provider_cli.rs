@@ -90,6 +90,13 @@ async fn push_inspect_and_verify_a_signed_provider() {
         "wasm-ccm:provider/cloud-provider@0.2.2: a provider of contract wasm-ccm:provider@0.2.2"
     );
     assert!(text.stdout.contains("exports  wasm-ccm:provider/clusters@0.2.2\n"), "{}", text.stdout);
+    assert_eq!(text.field("ships"), "as a file, an OCI artifact or a ConfigMap key");
+    // A Go provider is larger than a ConfigMap holds.
+    let go = wasm_ccm(&["inspect", &guest_path("provider-fake-go").display().to_string(), "-o", "json"]).ok();
+    let go: serde_json::Value = serde_json::from_str(&go.stdout).unwrap();
+    assert_eq!(go["fitsConfigMap"], false, "{go}");
+    let go = wasm_ccm(&["inspect", &guest_path("provider-fake-go").display().to_string()]).ok();
+    assert_eq!(go.field("ships"), "as a file or an OCI artifact: a ConfigMap holds 1 MiB at most");
 
     // Verify: the right key and pin pass; another key, another pin fail.
     let digest = sha256_digest(&wasm);

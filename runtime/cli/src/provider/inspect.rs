@@ -1,6 +1,6 @@
 //! `wasm-ccm provider inspect`: what a component is, without compiling it:
-//! its world's imports and exports, its digest and size, and whether it is
-//! a provider this host can load.
+//! its world's imports and exports, its digest and size, whether it is a
+//! provider this host can load, and whether a ConfigMap can hold it.
 
 use clap::ValueEnum;
 use serde::Serialize;
@@ -45,7 +45,13 @@ struct Report {
     inspection: Inspection,
     /// The component against this host's provider world.
     world: World,
+    /// Whether a ConfigMap's `binaryData` can hold it.
+    fits_config_map: bool,
 }
+
+/// The most a ConfigMap holds, its keys' values together: larger
+/// components ship as OCI artifacts or files.
+const CONFIG_MAP_BYTES: usize = 1 << 20;
 
 /// A component against the provider world.
 #[derive(Debug, Serialize)]
@@ -97,7 +103,8 @@ pub async fn inspect(args: InspectArgs) -> anyhow::Result<()> {
     };
     let inspection = inspect_bytes(&wasm).map_err(|err| anyhow::anyhow!("{source}: {err}"))?;
     let world = World::of(&inspection);
-    let report = Report { source, manifest_digest, inspection, world };
+    let fits_config_map = wasm.len() <= CONFIG_MAP_BYTES;
+    let report = Report { source, manifest_digest, inspection, world, fits_config_map };
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Output::Text => print!("{}", text(&report)),
@@ -111,6 +118,17 @@ fn text(report: &Report) -> String {
         text.push_str(&format!("manifest {digest}\n"));
     }
     text.push_str(&report.inspection.to_string());
+    if report.fits_config_map {
+        text.push_str(
+            "ships    as a file, an OCI artifact or a ConfigMap key
+",
+        );
+    } else {
+        text.push_str(
+            "ships    as a file or an OCI artifact: a ConfigMap holds 1 MiB at most
+",
+        );
+    }
     if report.world.provider {
         text.push_str(&format!("world    {}: a provider of contract {CONTRACT}\n", report.world.name));
     } else {
@@ -152,6 +170,7 @@ mod tests {
             manifest_digest: None,
             inspection: inspection(vec![], vec![]),
             world: partial,
+            fits_config_map: false,
         };
         let text = text(&report);
         assert!(
