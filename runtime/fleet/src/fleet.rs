@@ -44,7 +44,7 @@ pub enum Refusal {
 /// What the fleet did with an offer, beyond its logs: for the events an
 /// operator reads.
 #[derive(Debug)]
-pub enum Event<'a> {
+pub enum Outcome<'a> {
     /// An offer was refused whole.
     Refused {
         /// Where it came from.
@@ -154,7 +154,7 @@ impl<L: Loader> Fleet<L> {
     /// provider added or re-configured loads on its own while the others
     /// serve on; one that left stops being followed, its load balancers
     /// left as they are. `observe` hears of each change.
-    pub async fn follow<O>(mut self, mut offers: O, mut observe: impl FnMut(Event<'_>) + Send)
+    pub async fn follow<O>(mut self, mut offers: O, mut observe: impl FnMut(Outcome<'_>) + Send)
     where
         O: Stream<Item = Offer<L::Spec>> + Send + Unpin,
     {
@@ -175,13 +175,13 @@ impl<L: Loader> Fleet<L> {
         &mut self,
         offer: Offer<L::Spec>,
         finished: &mpsc::UnboundedSender<Loaded<L>>,
-        observe: &mut impl FnMut(Event<'_>),
+        observe: &mut impl FnMut(Outcome<'_>),
     ) {
         let plan = match offer.plan.map_err(Refusal::Invalid).and_then(|plan| self.check_fixed(&plan).map(|()| plan)) {
             Ok(plan) => plan,
             Err(reason) => {
                 tracing::warn!(origin = %offer.origin, "refused a providers file change; the providers serving keep serving: {reason}");
-                observe(Event::Refused { origin: &offer.origin, reason: &reason });
+                observe(Outcome::Refused { origin: &offer.origin, reason: &reason });
                 return;
             }
         };
@@ -200,7 +200,7 @@ impl<L: Loader> Fleet<L> {
                 self.members.send_modify(|members| {
                     members.remove(&name);
                 });
-                observe(Event::Left { name: &name });
+                observe(Outcome::Left { name: &name });
             }
         }
         for planned in plan {
@@ -250,7 +250,7 @@ impl<L: Loader> Fleet<L> {
         Ok(())
     }
 
-    fn loaded(&mut self, done: Loaded<L>, observe: &mut impl FnMut(Event<'_>)) {
+    fn loaded(&mut self, done: Loaded<L>, observe: &mut impl FnMut(Outcome<'_>)) {
         let Loaded { planned, load, outcome } = done;
         let latest = self.loading.get(&planned.name) == Some(&load);
         match outcome {
@@ -263,14 +263,14 @@ impl<L: Loader> Fleet<L> {
                 let name = planned.name.clone();
                 self.serve(planned, cloud, serves, stop);
                 tracing::info!(provider = %name, "the provider serves from the providers file");
-                observe(Event::Serving { name: &name });
+                observe(Outcome::Serving { name: &name });
             }
             Err(failure) => {
                 if latest {
                     self.loading.remove(&planned.name);
                 }
                 tracing::warn!(provider = %failure.name, "the provider of the providers file did not load: {}", error_chain(failure.reason.as_ref()));
-                observe(Event::Failed(&failure));
+                observe(Outcome::Failed(&failure));
             }
         }
     }
@@ -423,7 +423,7 @@ mod tests {
         pairs.iter().map(|(name, version)| ((*name).to_owned(), (*version).to_owned())).collect()
     }
 
-    /// A fleet following offers sent on the returned sender, its events
+    /// A fleet following offers sent on the returned sender, its outcomes
     /// arriving on the returned receiver.
     fn following(
         fleet: Fleet<TestLoader>,
@@ -431,17 +431,17 @@ mod tests {
     {
         let members = fleet.members();
         let (offer, offered) = offers::unbounded();
-        let (event, events) = mpsc::unbounded_channel();
-        tokio::spawn(fleet.follow(offered, move |happened: Event<'_>| {
+        let (outcome, outcomes) = mpsc::unbounded_channel();
+        tokio::spawn(fleet.follow(offered, move |happened: Outcome<'_>| {
             let text = match happened {
-                Event::Refused { reason, .. } => format!("refused: {reason}"),
-                Event::Serving { name } => format!("serving {name}"),
-                Event::Failed(failure) => format!("failed: {failure}"),
-                Event::Left { name } => format!("left {name}"),
+                Outcome::Refused { reason, .. } => format!("refused: {reason}"),
+                Outcome::Serving { name } => format!("serving {name}"),
+                Outcome::Failed(failure) => format!("failed: {failure}"),
+                Outcome::Left { name } => format!("left {name}"),
             };
-            let _ = event.send(text);
+            let _ = outcome.send(text);
         }));
-        (offer, events, members)
+        (offer, outcomes, members)
     }
 
     /// A fleet started with provider `a`, version 1, serving `a/lb`.
@@ -500,12 +500,12 @@ mod tests {
         let loader = TestLoader::default();
         let start = vec![planned("a", spec(1), classes(&["a/lb"])), planned("n", spec(1), nodes())];
         let fleet = Fleet::start(loader.clone(), start, CancellationToken::new()).await.unwrap();
-        let (offers, mut events, members) = following(fleet);
+        let (offers, mut outcomes, members) = following(fleet);
 
         let a2 = planned("a", spec(2), classes(&["a/lb"]));
         let b = planned("b", spec(1), classes(&["b/lb"]));
         offers.unbounded_send(offer(vec![a2.clone(), b, planned("n", spec(1), nodes())])).unwrap();
-        let mut heard = vec![events.recv().await.unwrap(), events.recv().await.unwrap()];
+        let mut heard = vec![outcomes.recv().await.unwrap(), outcomes.recv().await.unwrap()];
         heard.sort();
         assert_eq!(heard, ["serving a", "serving b"]);
         assert_eq!(serving(&members).await, pairs(&[("a", "v2"), ("b", "v1"), ("n", "v1")]));
@@ -516,7 +516,7 @@ mod tests {
         assert_eq!(loads.iter().filter(|load| load.name == "n").count(), 1, "the unchanged provider is not reloaded");
 
         offers.unbounded_send(offer(vec![a2, planned("n", spec(1), nodes())])).unwrap();
-        assert_eq!(events.recv().await.unwrap(), "left b");
+        assert_eq!(outcomes.recv().await.unwrap(), "left b");
         assert_eq!(serving(&members).await, pairs(&[("a", "v2"), ("n", "v1")]));
         let b_load = loader.loads().into_iter().find(|load| load.name == "b").unwrap();
         assert!(b_load.stop.is_cancelled(), "a provider that left is no longer followed");
@@ -526,7 +526,7 @@ mod tests {
     async fn a_change_of_load_balancing_alone_reaches_the_provider_serving_without_a_reload() {
         let loader = TestLoader::default();
         let fleet = serving_a(&loader).await;
-        let (offers, mut events, mut members) = following(fleet);
+        let (offers, mut outcomes, mut members) = following(fleet);
         members.mark_unchanged();
 
         offers.unbounded_send(offer(vec![planned("a", spec(1), classes(&["a/lb", "a/internal"]))])).unwrap();
@@ -534,7 +534,7 @@ mod tests {
         assert_eq!(members.borrow()["a"].serves, classes(&["a/lb", "a/internal"]));
         assert_eq!(loader.loads().len(), 1, "not reloaded");
         offers.unbounded_send(Offer { origin: "test".into(), plan: Err("stop here".into()) }).unwrap();
-        assert_eq!(events.recv().await.unwrap(), "refused: stop here", "no event for the change itself");
+        assert_eq!(outcomes.recv().await.unwrap(), "refused: stop here", "no outcome for the change itself");
     }
 
     #[tokio::test]
@@ -542,22 +542,22 @@ mod tests {
         let loader = TestLoader::default();
         let start = vec![planned("a", spec(1), classes(&["a/lb"])), planned("n", spec(1), nodes())];
         let fleet = Fleet::start(loader.clone(), start, CancellationToken::new()).await.unwrap();
-        let (offers, mut events, members) = following(fleet);
+        let (offers, mut outcomes, members) = following(fleet);
 
         offers.unbounded_send(Offer { origin: "test".into(), plan: Err("not a providers file".into()) }).unwrap();
-        assert_eq!(events.recv().await.unwrap(), "refused: not a providers file");
+        assert_eq!(outcomes.recv().await.unwrap(), "refused: not a providers file");
         let moved = vec![
             planned("a", spec(2), Serves { nodes: true, ..classes(&["a/lb"]) }),
             planned("n", spec(1), classes(&["n/lb"])),
         ];
         offers.unbounded_send(offer(moved)).unwrap();
         assert_eq!(
-            events.recv().await.unwrap(),
+            outcomes.recv().await.unwrap(),
             "refused: the provider serving nodes changes from n to a only with a restart"
         );
         offers.unbounded_send(offer(vec![planned("a", spec(2), classes(&["a/lb"]))])).unwrap();
         assert_eq!(
-            events.recv().await.unwrap(),
+            outcomes.recv().await.unwrap(),
             "refused: the provider serving nodes changes from n to none only with a restart"
         );
         assert_eq!(serving(&members).await, pairs(&[("a", "v1"), ("n", "v1")]));
@@ -568,10 +568,10 @@ mod tests {
     async fn a_provider_that_does_not_load_leaves_the_one_serving_in_place() {
         let loader = TestLoader::default();
         let fleet = serving_a(&loader).await;
-        let (offers, mut events, members) = following(fleet);
+        let (offers, mut outcomes, members) = following(fleet);
         let broken = Spec { broken: true, ..spec(2) };
         offers.unbounded_send(offer(vec![planned("a", broken, classes(&["a/lb"]))])).unwrap();
-        assert_eq!(events.recv().await.unwrap(), "failed: provider a: the component is not a provider");
+        assert_eq!(outcomes.recv().await.unwrap(), "failed: provider a: the component is not a provider");
         assert_eq!(serving(&members).await, pairs(&[("a", "v1")]));
         assert!(!loader.loads()[0].stop.is_cancelled(), "the provider serving is still followed");
     }
@@ -580,7 +580,7 @@ mod tests {
     async fn only_the_latest_plan_s_load_serves() {
         let loader = TestLoader::default();
         let fleet = serving_a(&loader).await;
-        let (offers, mut events, members) = following(fleet);
+        let (offers, mut outcomes, members) = following(fleet);
         let gate = loader.hold("b");
         offers
             .unbounded_send(offer(vec![
@@ -590,7 +590,7 @@ mod tests {
             .unwrap();
         offers.unbounded_send(offer(vec![planned("a", spec(1), classes(&["a/lb"]))])).unwrap();
         offers.unbounded_send(offer(vec![planned("a", spec(2), classes(&["a/lb"]))])).unwrap();
-        assert_eq!(events.recv().await.unwrap(), "serving a");
+        assert_eq!(outcomes.recv().await.unwrap(), "serving a");
         gate.add_permits(1);
         let superseded = async {
             while !loader.loads().iter().any(|load| load.name == "b" && load.stop.is_cancelled()) {
@@ -600,6 +600,6 @@ mod tests {
         let waited = tokio::time::timeout(std::time::Duration::from_secs(5), superseded).await;
         assert!(waited.is_ok(), "the load of b, which left the plan, is stopped when it finishes");
         assert_eq!(serving(&members).await, pairs(&[("a", "v2")]), "b left the plan while it loaded");
-        assert!(events.try_recv().is_err(), "{:?}", events.try_recv());
+        assert!(outcomes.try_recv().is_err(), "{:?}", outcomes.try_recv());
     }
 }

@@ -12,6 +12,6 @@ mod fleet;
 mod loader;
 mod planned;
 
-pub use fleet::{Event, Fleet, Offer, Refusal, StartError};
+pub use fleet::{Fleet, Offer, Outcome, Refusal, StartError};
 pub use loader::{BoxError, LoadFailure, Loader, error_chain};
 pub use planned::{Planned, Unsupported};

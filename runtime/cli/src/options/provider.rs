@@ -1,8 +1,8 @@
 //! The flag that says which provider to run, beside those that sandbox it.
 
 use anyhow::Context;
+use wasm_ccm_config::SettingsArgs;
 use wasm_ccm_host::ProviderSpec;
-use wasm_ccm_plan::SandboxArgs;
 use wasm_ccm_reload::{InputFiles, Location};
 
 /// Which provider, its configuration, credentials and limits.
@@ -16,7 +16,7 @@ pub struct ProviderArgs {
     pub provider: String,
     /// Its configuration, credentials, allow-list and limits.
     #[command(flatten)]
-    pub sandbox: SandboxArgs,
+    pub settings: SettingsArgs,
 }
 
 impl ProviderArgs {
@@ -30,7 +30,7 @@ impl ProviderArgs {
 
     /// The configuration file and credentials directory, to watch.
     pub fn input_files(&self) -> InputFiles {
-        self.sandbox.input_files()
+        self.settings.input_files()
     }
 
     /// Reads the component, configuration and credentials into a spec; the
@@ -47,11 +47,11 @@ impl ProviderArgs {
         Ok(ProviderSpec { wasm: wasm.into(), ..self.template(name, cluster_name)? })
     }
 
-    /// A spec without the component: see [`SandboxArgs::template`].
+    /// A spec without the component: see [`SettingsArgs::template`].
     ///
     /// # Errors
     /// When a file cannot be read or a flag is invalid.
     pub fn template(&self, name: &str, cluster_name: &str) -> anyhow::Result<ProviderSpec> {
-        Ok(self.sandbox.template(name, cluster_name)?)
+        Ok(self.settings.template(name, cluster_name)?)
     }
 }

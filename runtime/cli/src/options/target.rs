@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::Context;
+use wasm_ccm_config::RegistryArgs;
 use wasm_ccm_distribution::Reference;
-use wasm_ccm_plan::RegistryArgs;
 
 /// A provider component: a file, or an artifact in a registry.
 #[derive(Debug, Clone)]

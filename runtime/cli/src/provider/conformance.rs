@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
+use wasm_ccm_config::{RegistryArgs, SettingsArgs};
 use wasm_ccm_conformance::Fixture;
 use wasm_ccm_distribution::{Verification, pull};
 use wasm_ccm_host::{Allocation, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec};
-use wasm_ccm_plan::{RegistryArgs, SandboxArgs};
 
 use crate::options::target::{Target, read, refuse_registry_flags};
 
@@ -39,7 +39,7 @@ pub struct ConformanceArgs {
     pub output: Output,
     /// The provider's configuration, credentials, allow-list and limits.
     #[command(flatten)]
-    pub sandbox: SandboxArgs,
+    pub settings: SettingsArgs,
     /// How to reach the registry.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -61,7 +61,7 @@ pub async fn conformance(args: ConformanceArgs) -> anyhow::Result<()> {
             (pulled.reference.to_string(), pulled.wasm.to_vec())
         }
     };
-    let spec = ProviderSpec { wasm: wasm.into(), ..args.sandbox.template("conformance", &args.cluster_name)? };
+    let spec = ProviderSpec { wasm: wasm.into(), ..args.settings.template("conformance", &args.cluster_name)? };
     let deadline = spec.limits.deadline;
     let engine = Engine::new(EngineSettings {
         allocation: Allocation::OnDemand,

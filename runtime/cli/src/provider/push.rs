@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use wasm_ccm_config::RegistryArgs;
 use wasm_ccm_distribution::{Reference, SigningKey, push as push_artifact, sign, signature_tag};
-use wasm_ccm_plan::RegistryArgs;
 
 use crate::options::target::read;
 

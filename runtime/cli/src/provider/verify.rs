@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use wasm_ccm_config::RegistryArgs;
 use wasm_ccm_distribution::{LogKey, PublicKey, TransparencyLog, Verification, pull, verify_bytes};
-use wasm_ccm_plan::RegistryArgs;
 
 use crate::options::target::{Target, read, refuse_registry_flags};
 

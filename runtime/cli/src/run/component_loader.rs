@@ -3,9 +3,9 @@
 //! own reloader.
 
 use tokio_util::sync::CancellationToken;
+use wasm_ccm_config::ProviderLoad;
 use wasm_ccm_fleet::{BoxError, Loader};
 use wasm_ccm_host::{Engine, ProviderHandle};
-use wasm_ccm_plan::ProviderLoad;
 use wasm_ccm_reload::{
     Candidate, Location, Observers, Reloader, Reporter, Source, SourceSettings, config_map_reference, own_pod_reference,
 };

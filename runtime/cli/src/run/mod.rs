@@ -22,14 +22,14 @@ use ipnet::IpNet;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
+use wasm_ccm_config::{FileDefaults, PlannedProvider, ProviderLoad, SettingsArgs, SourceArgs, TrustFile, plan};
 use wasm_ccm_controllers::{
     Caches, ControllerManager, IngressRanges, LeaderElectionConfig, LeaderElector, LoadBalancerPolicy, Metrics, Serves,
     Settings, enabled_controllers, max_ingress, names_route,
 };
-use wasm_ccm_fleet::{Event, Fleet, Offer};
+use wasm_ccm_fleet::{Fleet, Offer, Outcome};
 use wasm_ccm_host::{Confinement, Engine, EngineSettings, ProviderSpec};
 use wasm_ccm_kube::{ClientSettings, Clients};
-use wasm_ccm_plan::{FileDefaults, PlannedProvider, ProviderLoad, SandboxArgs, SourceArgs, TrustFile, plan};
 use wasm_ccm_reload::{
     InputFiles, Location, Observers, ReloadMetrics, Reporter, Source, SourceSettings, StatusBoard, VersionRecord,
     config_map_reference, own_pod_reference,
@@ -96,7 +96,7 @@ pub struct RunArgs {
     pub provider_trust: Option<PathBuf>,
     /// The provider's sandbox (with `--provider`).
     #[command(flatten)]
-    pub sandbox: SandboxArgs,
+    pub settings: SettingsArgs,
     /// The name the provider's logs, metrics and `/providers` entry carry;
     /// by default the file's, ConfigMap key's or repository's name.
     #[arg(long, value_name = "NAME")]
@@ -247,7 +247,7 @@ impl RunArgs {
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     // A single provider's limits, or those of a providers file's ceilings.
-    let limits = args.sandbox.limits()?;
+    let limits = args.settings.limits()?;
     let provider = match (&args.providers_config, &args.provider) {
         (Some(config), _) => {
             let location: Location = config.parse().context("--providers-config")?;
@@ -274,7 +274,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             Providers::File(Box::new(ProvidersFileSetup { settings, defaults }))
         }
         (None, Some(provider)) => {
-            let provider = ProviderArgs { provider: provider.clone(), sandbox: args.sandbox.clone() };
+            let provider = ProviderArgs { provider: provider.clone(), settings: args.settings.clone() };
             let location = provider.location()?;
             let name = args.provider_name.clone().unwrap_or_else(|| location.default_name());
             if name.trim().is_empty() {
@@ -408,22 +408,22 @@ fn offers(source: Source, defaults: FileDefaults) -> impl Stream<Item = Offer<Pr
 
 /// Tells of a change of the providers serving: in an event regarding the
 /// providers file, and on the status board for a provider that left.
-fn report(event: &Event<'_>, reporter: Option<&Reporter>, status: &StatusBoard) {
-    match (event, reporter) {
-        (Event::Refused { origin, reason }, Some(reporter)) => {
+fn report(outcome: &Outcome<'_>, reporter: Option<&Reporter>, status: &StatusBoard) {
+    match (outcome, reporter) {
+        (Outcome::Refused { origin, reason }, Some(reporter)) => {
             reporter.rejected(format!("refused the providers file from {origin}: {reason}"));
         }
-        (Event::Serving { name }, Some(reporter)) => {
+        (Outcome::Serving { name }, Some(reporter)) => {
             reporter.reloaded(format!("provider {name} serves as the providers file says"));
         }
-        (Event::Failed(failure), Some(reporter)) => {
+        (Outcome::Failed(failure), Some(reporter)) => {
             reporter.rejected(format!(
                 "provider {} of the providers file did not load: {}",
                 failure.name,
                 failure.why()
             ));
         }
-        (Event::Left { name }, _) => status.remove(name),
+        (Outcome::Left { name }, _) => status.remove(name),
         (_, None) => {}
     }
 }
@@ -517,7 +517,7 @@ pub(crate) async fn serve(options: ManagerOptions, stop: CancellationToken) -> a
             let members = fleet.members();
             let reporter = regarding.map(|regarding| Reporter::new(client.clone(), regarding));
             tokio::spawn(
-                fleet.follow(offers(source, defaults), move |event| report(&event, reporter.as_ref(), &status)),
+                fleet.follow(offers(source, defaults), move |outcome| report(&outcome, reporter.as_ref(), &status)),
             );
             members
         }

@@ -1,6 +1,6 @@
 //! The providers a wasm-ccm process is asked to run, as the operator and
 //! whoever edits a providers file ask for them: the provider flags
-//! ([`SandboxArgs`], [`SourceArgs`], [`RegistryArgs`]), the operator's
+//! ([`SettingsArgs`], [`SourceArgs`], [`RegistryArgs`]), the operator's
 //! trust file ([`TrustFile`]), and the providers file ([`plan`]), each
 //! read and checked into what the fleet loads
 //! ([`PlannedProvider`]). A providers-file entry is read through the same
@@ -9,7 +9,7 @@
 mod error;
 mod providers_file;
 mod registry;
-mod sandbox;
+mod settings;
 mod source;
 mod trust;
 
@@ -18,6 +18,6 @@ pub use providers_file::{
     FileDefaults, InvalidProvidersFile, LimitsEntry, PlannedProvider, ProviderEntry, ProviderLoad, ProvidersFile, plan,
 };
 pub use registry::RegistryArgs;
-pub use sandbox::SandboxArgs;
+pub use settings::SettingsArgs;
 pub use source::SourceArgs;
 pub use trust::{Trust, TrustFile, Trusted, UNLISTED};

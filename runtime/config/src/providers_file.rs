@@ -19,8 +19,8 @@ use wasm_ccm_fleet::{Planned, error_chain};
 use wasm_ccm_host::{Confinement, Limits, ProviderSpec, Rate};
 use wasm_ccm_reload::{InputFiles, Location, SourceSettings};
 
-use crate::sandbox::cpu_millicores;
-use crate::{OptionError, RegistryArgs, SandboxArgs, SourceArgs, Trust, TrustFile, Trusted};
+use crate::settings::cpu_millicores;
+use crate::{OptionError, RegistryArgs, SettingsArgs, SourceArgs, Trust, TrustFile, Trusted};
 
 /// The file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -405,7 +405,7 @@ fn plan_one(
         None => defaults.roots.clone(),
     };
     let trust = trusted.narrow(asked)?;
-    let sandbox = SandboxArgs {
+    let settings = SettingsArgs {
         cloud_config: entry.cloud_config.clone(),
         credentials: trust.credentials,
         sealed_credentials: trust.sealed_credentials,
@@ -454,7 +454,7 @@ fn plan_one(
         confinement: defaults.roots.clone(),
         credentials_confinement,
     };
-    let mut template = sandbox.template(&entry.name, &defaults.cluster_name)?;
+    let mut template = settings.template(&entry.name, &defaults.cluster_name)?;
     template.limits.calls = limits.calls_per_second.map(|per_second| Rate { per_second, burst: per_second });
     template.limits.http_requests = limits
         .http_requests_per_second
@@ -475,7 +475,7 @@ fn plan_one(
     };
     let mut source = source_args.settings_with_key(location, trust.public_key)?;
     source.verification.transparency_log = defaults.transparency_log.clone();
-    Ok((template, source, sandbox.input_files(), by_name))
+    Ok((template, source, settings.input_files(), by_name))
 }
 
 #[cfg(test)]

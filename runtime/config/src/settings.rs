@@ -1,4 +1,4 @@
-//! The flags that say how to sandbox a provider: its configuration,
+//! The flags that set a provider's sandbox: its configuration,
 //! credentials, allow-list and limits.
 
 use std::num::NonZeroU32;
@@ -16,7 +16,7 @@ use crate::OptionError;
 /// A provider's configuration, credentials, allow-list and limits: every
 /// provider flag but the component itself.
 #[derive(Debug, Clone, clap::Args)]
-pub struct SandboxArgs {
+pub struct SettingsArgs {
     /// The provider's configuration file, passed to it verbatim.
     #[arg(long = "cloud-config", value_name = "FILE")]
     pub cloud_config: Option<PathBuf>,
@@ -70,7 +70,7 @@ pub struct SandboxArgs {
     pub credentials_confinement: Confinement,
 }
 
-impl SandboxArgs {
+impl SettingsArgs {
     /// The configuration file and credentials directory, to watch.
     pub fn input_files(&self) -> InputFiles {
         InputFiles {
@@ -185,15 +185,15 @@ mod tests {
 
     #[test]
     fn limits_out_of_range_are_refused_naming_their_flag() {
-        let args = |concurrency, deadline| SandboxArgs {
+        let args = |concurrency, deadline| SettingsArgs {
             concurrency,
             deadline,
-            ..<Flags as clap::Parser>::parse_from(["wasm-ccm"]).sandbox
+            ..<Flags as clap::Parser>::parse_from(["wasm-ccm"]).settings
         };
-        let refused = |args: SandboxArgs| args.template("p", "kubernetes").err().expect("refused").to_string();
+        let refused = |args: SettingsArgs| args.template("p", "kubernetes").err().expect("refused").to_string();
         assert_eq!(refused(args(Some(0), None)), "--provider-concurrency must be at least 1");
         assert_eq!(refused(args(None, Some(Duration::ZERO))), "--provider-deadline must be longer than zero");
-        let too_large = SandboxArgs { memory: Some(ByteSize::gib(5)), ..args(None, None) };
+        let too_large = SettingsArgs { memory: Some(ByteSize::gib(5)), ..args(None, None) };
         assert_eq!(refused(too_large), "--provider-memory must be at most 4GiB, the most a 32-bit linear memory holds");
         let spec = args(Some(3), Some(Duration::from_secs(2))).template("p", "kubernetes").unwrap();
         assert_eq!((spec.limits.concurrency, spec.limits.deadline), (3, Duration::from_secs(2)));
@@ -202,14 +202,14 @@ mod tests {
     #[derive(clap::Parser)]
     struct Flags {
         #[command(flatten)]
-        sandbox: SandboxArgs,
+        settings: SettingsArgs,
     }
 
     #[test]
     fn an_endless_configuration_file_fails_clearly() {
         let flags = <Flags as clap::Parser>::try_parse_from(["wasm-ccm", "--cloud-config", "/dev/zero"])
             .unwrap_or_else(|err| panic!("{err}"));
-        let err = error_chain(&flags.sandbox.template("p", "kubernetes").err().expect("refused"));
+        let err = error_chain(&flags.settings.template("p", "kubernetes").err().expect("refused"));
         assert_eq!(err, "cannot read --cloud-config /dev/zero: it is larger than 1 MiB, the most read");
     }
 
@@ -222,7 +222,7 @@ mod tests {
         ])
         .unwrap_or_else(|err| panic!("{err}"));
         let origins: Vec<String> =
-            flags.sandbox.sealed_credentials.iter().map(|seal| seal.origin.to_string()).collect();
+            flags.settings.sealed_credentials.iter().map(|seal| seal.origin.to_string()).collect();
         assert_eq!(origins, ["https://ec2.example", "https://elb.example"]);
         let bare = <Flags as clap::Parser>::try_parse_from([
             "wasm-ccm",
