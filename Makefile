@@ -17,16 +17,24 @@ export KUBEBUILDER_ASSETS ?= $(NEWEST_ASSETS)
 # use (nodes, Services and their status, events, leases).
 SKEW_TESTS := controllers::real_apiserver replicas::real_apiserver
 
+# The debug binary as the tests build it: `--examples` (the workspace has none) resolves features
+# as a test build does, dev-dependencies' included, so `make test` after `make local` compiles
+# none of the crates `local` did again. The release image is built without them.
+WASM_CCM := $(or $(CARGO_TARGET_DIR),target)/debug/wasm-ccm
+BUILD_WASM_CCM := $(CARGO) build --locked --workspace --bin wasm-ccm --examples
+
 ## Build the fake provider, then run wasm-ccm on an embedded local cluster with it.
 local:
 	providers/build.sh --only provider-fake
-	$(CARGO) run --locked -p wasm-ccm -- local
+	$(BUILD_WASM_CCM)
+	$(WASM_CCM) local
 
 ## Build the fake provider, then load it and call it.
 demo:
 	providers/build.sh --only provider-fake
-	$(CARGO) run --locked -p wasm-ccm -- provider call info --provider target/wasm/provider_fake.wasm
-	$(CARGO) run --locked -p wasm-ccm -- provider call instance-metadata '{"metadata": {"name": "node-a"}}' \
+	$(BUILD_WASM_CCM)
+	$(WASM_CCM) provider call info --provider target/wasm/provider_fake.wasm
+	$(WASM_CCM) provider call instance-metadata '{"metadata": {"name": "node-a"}}' \
 		--provider target/wasm/provider_fake.wasm --cloud-config providers/fake/examples/demo.json
 
 ## Set up and run the whole test suite, with the format and lint checks.
