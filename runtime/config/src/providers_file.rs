@@ -115,6 +115,9 @@ pub struct LimitsEntry {
     /// Calls at once, as `--provider-concurrency`.
     #[serde(default)]
     pub concurrent_calls: Option<usize>,
+    /// Instances kept between calls, as `--provider-kept-instances`.
+    #[serde(default)]
+    pub kept_instances: Option<usize>,
     /// Calls started per second; unset: no limit.
     #[serde(default)]
     pub calls_per_second: Option<NonZeroU32>,
@@ -436,6 +439,13 @@ fn plan_one(
             limits.concurrent_calls,
             ceilings.concurrency,
             |calls| calls.to_string(),
+        )?),
+        kept_instances: Some(within(
+            "limits.keptInstances",
+            "--provider-kept-instances",
+            limits.kept_instances,
+            ceilings.kept_instances,
+            |kept| kept.to_string(),
         )?),
         max_response: Some(within(
             "limits.maxResponse",

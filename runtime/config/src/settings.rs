@@ -51,6 +51,12 @@ pub struct SettingsArgs {
     /// Provider calls at once; more wait (default: 64).
     #[arg(long = "provider-concurrency", value_name = "N")]
     pub concurrency: Option<usize>,
+    /// Instances kept from one call to the next, with what the calls left
+    /// in their memory, for a provider that keeps state or caches between
+    /// calls; at most `--provider-concurrency` (default: 0, a fresh
+    /// instance for every call).
+    #[arg(long = "provider-kept-instances", value_name = "N")]
+    pub kept_instances: Option<usize>,
     /// The largest HTTP response body the provider may receive (default:
     /// 16MiB).
     #[arg(long = "provider-max-response", value_name = "SIZE")]
@@ -101,10 +107,19 @@ impl SettingsArgs {
             });
         }
         let defaults = Limits::default();
+        let concurrency = self.concurrency.unwrap_or(defaults.concurrency);
+        let kept_instances = self.kept_instances.unwrap_or(defaults.kept_instances);
+        if kept_instances > concurrency {
+            return Err(OptionError::OutOfRange {
+                option: "--provider-kept-instances",
+                bound: "at most --provider-concurrency: more would never be used",
+            });
+        }
         Ok(Limits {
             deadline: self.deadline.unwrap_or(defaults.deadline),
             memory: self.memory.map_or(defaults.memory, |memory| memory.as_u64()),
-            concurrency: self.concurrency.unwrap_or(defaults.concurrency),
+            concurrency,
+            kept_instances,
             http_response_body: self
                 .max_response
                 .map_or(defaults.http_response_body, |size| usize::try_from(size.as_u64()).unwrap_or(usize::MAX)),
@@ -195,6 +210,12 @@ mod tests {
         assert_eq!(refused(args(None, Some(Duration::ZERO))), "--provider-deadline must be longer than zero");
         let too_large = SettingsArgs { memory: Some(ByteSize::gib(5)), ..args(None, None) };
         assert_eq!(refused(too_large), "--provider-memory must be at most 4GiB, the most a 32-bit linear memory holds");
+        let kept = |kept| SettingsArgs { kept_instances: Some(kept), ..args(Some(3), None) };
+        assert_eq!(
+            refused(kept(4)),
+            "--provider-kept-instances must be at most --provider-concurrency: more would never be used"
+        );
+        assert_eq!(kept(3).limits().unwrap().kept_instances, 3);
         let spec = args(Some(3), Some(Duration::from_secs(2))).template("p", "kubernetes").unwrap();
         assert_eq!((spec.limits.concurrency, spec.limits.deadline), (3, Duration::from_secs(2)));
     }

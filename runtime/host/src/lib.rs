@@ -32,6 +32,7 @@ pub mod error;
 pub mod files;
 mod handle;
 pub mod http;
+mod kept;
 pub mod limits;
 mod log;
 pub mod metrics;

@@ -30,6 +30,11 @@ pub struct Limits {
     pub memory: u64,
     /// Calls running at once; more wait their turn.
     pub concurrency: usize,
+    /// Instances kept from one call to the next, each with what its calls
+    /// left in its memory (caches, clients, an in-memory cloud), for a
+    /// provider written for a long-lived process; a call waits for one
+    /// that is free. 0: every call runs on a fresh instance.
+    pub kept_instances: usize,
     /// The largest HTTP request body a provider may send, in bytes.
     pub http_request_body: usize,
     /// The largest HTTP response body a provider may receive, in bytes.
@@ -52,6 +57,7 @@ impl Default for Limits {
             deadline: Duration::from_secs(30),
             memory: 64 << 20,
             concurrency: 64,
+            kept_instances: 0,
             http_request_body: 1 << 20,
             http_response_body: 16 << 20,
             calls: None,
@@ -104,6 +110,12 @@ impl MemoryLimiter {
     /// Whether the instance tried to grow past its limit.
     pub fn hit(&self) -> bool {
         self.hit
+    }
+
+    /// Forgets that the limit was hit, for the next call on the same
+    /// instance: a guest that survived a refused growth did not trap.
+    pub fn clear_hit(&mut self) {
+        self.hit = false;
     }
 }
 

@@ -130,24 +130,34 @@ pub(crate) enum Stdio {
 /// How much of stderr a call keeps to explain a trap.
 const STDERR_TAIL: usize = 4096;
 
-#[derive(Default)]
 struct Lines {
+    /// The call writing.
+    origin: Origin,
     partial: Vec<u8>,
-    /// The end of what the guest wrote to stderr, for trap reports.
+    /// The end of what the guest wrote to stderr in this call, for trap
+    /// reports.
     tail: Vec<u8>,
 }
 
 /// A guest's stdout or stderr, logged line by line.
 #[derive(Clone)]
 pub(crate) struct GuestOutput {
-    origin: Origin,
     stream: Stdio,
     lines: Arc<Mutex<Lines>>,
 }
 
 impl GuestOutput {
     pub(crate) fn new(origin: Origin, stream: Stdio) -> Self {
-        GuestOutput { origin, stream, lines: Arc::default() }
+        let lines = Lines { origin, partial: Vec::new(), tail: Vec::new() };
+        GuestOutput { stream, lines: Arc::new(Mutex::new(lines)) }
+    }
+
+    /// Makes what is written from now on `origin`'s: the next call's, on an
+    /// instance kept from the last.
+    pub(crate) fn begin(&self, origin: Origin) {
+        let mut lines = self.lines.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        lines.origin = origin;
+        lines.tail.clear();
     }
 
     /// The end of what was written to stderr.
@@ -166,21 +176,21 @@ impl GuestOutput {
         lines.partial.extend_from_slice(bytes);
         while let Some(end) = lines.partial.iter().position(|byte| *byte == b'\n') {
             let line: Vec<u8> = lines.partial.drain(..=end).collect();
-            self.emit(&line[..line.len() - 1]);
+            self.emit(&lines.origin, &line[..line.len() - 1]);
         }
         if lines.partial.len() > MAX_TEXT {
             let line = std::mem::take(&mut lines.partial);
-            self.emit(&line);
+            self.emit(&lines.origin, &line);
         }
     }
 
-    fn emit(&self, line: &[u8]) {
-        if !self.origin.take_line() {
+    fn emit(&self, origin: &Origin, line: &[u8]) {
+        if !origin.take_line() {
             return;
         }
         let line = String::from_utf8_lossy(line);
-        let provider = &*self.origin.provider;
-        let call = self.origin.call;
+        let provider = &*origin.provider;
+        let call = origin.call;
         match self.stream {
             Stdio::Stdout => tracing::info!(target: "provider", provider, call, stream = "stdout", "{line}"),
             Stdio::Stderr => tracing::warn!(target: "provider", provider, call, stream = "stderr", "{line}"),
@@ -251,6 +261,8 @@ mod tests {
         output.write_bytes(&vec![b'x'; 3 * STDERR_TAIL]);
         assert_eq!(output.tail().len(), STDERR_TAIL);
         assert!(output.tail().ends_with('x'));
+        output.begin(Origin::new("test".into(), 2));
+        assert_eq!(output.tail(), "", "the next call's stderr starts empty");
     }
 
     #[test]

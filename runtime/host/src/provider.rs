@@ -1,7 +1,8 @@
 //! A loaded provider: its compiled component, its settings, and how one call
-//! runs: a fresh instance in a fresh store, a deadline that covers host
-//! calls, a memory limit, an HTTP request rate shared by its calls, and
-//! every failure turned into a [`ProviderError`].
+//! runs: a fresh instance in a fresh store (or one kept from an earlier call,
+//! when its limits keep some), a deadline that covers host calls, a memory
+//! limit, an HTTP request rate shared by its calls, and every failure turned
+//! into a [`ProviderError`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -26,6 +27,7 @@ use crate::epoch::EPOCH_TICK;
 use crate::error::LoadError;
 use crate::http::allowlist::AllowList;
 use crate::http::{BodyLimits, HttpImport, Outbound, Scrubber};
+use crate::kept::{KeptInstance, KeptInstances};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
 use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
@@ -67,10 +69,37 @@ struct DeadlineReached;
 pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
+    /// The node sets lent to the call, by their handle's index.
+    lent: Vec<u32>,
     limiter: MemoryLimiter,
     http: HttpImport,
     credentials: CredentialsImport,
     log: LogImport,
+    stdout: GuestOutput,
+    stderr: GuestOutput,
+}
+
+impl CallState {
+    /// Makes the state the next call's, on an instance kept from the last:
+    /// its logs are `origin`'s, its HTTP requests end at `deadline`.
+    fn begin(&mut self, origin: Origin, deadline: Instant) {
+        self.stdout.begin(origin.clone());
+        self.stderr.begin(origin.clone());
+        self.http.origin = origin.clone();
+        self.http.deadline = deadline;
+        self.credentials.origin = origin.clone();
+        self.log.origin = origin;
+        self.limiter.clear_hit();
+    }
+
+    /// Takes back what the host lent the call that ended; says whether the
+    /// instance holds no other host resource, and so may serve another.
+    pub(crate) fn end_call(&mut self) -> bool {
+        for rep in self.lent.drain(..) {
+            let _ = self.table.delete(Resource::<LentNodes>::new_own(rep));
+        }
+        self.table.is_empty()
+    }
 }
 
 impl WasiView for CallState {
@@ -131,6 +160,15 @@ pub enum Start {
     /// With `initialize`, in every call: the provider could not be
     /// snapshotted.
     Initializing,
+}
+
+/// The instance a call runs on.
+enum CallOn<'a> {
+    /// A new one, `initialize`d first when asked, its randomness drawn from
+    /// `seed` when given.
+    Fresh { initialize: bool, seed: Option<[u8; 32]> },
+    /// One of those the provider keeps, started when none is free.
+    Kept(&'a KeptInstances),
 }
 
 /// Where the optional exports are in a component, when it has them.
@@ -212,6 +250,8 @@ pub struct LoadedProvider {
     clock: wasi::SinceLoad,
     /// Its guest code's share of the CPU, all calls together.
     compute: Arc<ComputeShare>,
+    /// The instances it keeps between calls, if it keeps any.
+    kept: Option<KeptInstances>,
 }
 
 impl LoadedProvider {
@@ -260,6 +300,7 @@ impl LoadedProvider {
             http_rate,
             memory_in_use: Arc::default(),
             compute: Arc::new(ComputeShare::new(spec.limits.cpu_millicores)),
+            kept: KeptInstances::new(spec.limits.kept_instances),
             limits: spec.limits,
             info: ProviderInfo { name: String::new(), has_cluster_id: false, parts: Default::default(), max_batch: 0 },
             compiled: cache_outcome,
@@ -424,8 +465,7 @@ impl LoadedProvider {
         let name = self.name.clone();
         self.run(
             "provider.start",
-            false,
-            seed,
+            CallOn::Fresh { initialize: false, seed },
             Box::new(move |instance, exports, store| {
                 Box::pin(async move {
                     let provider = exports.world.wasm_ccm_provider_provider();
@@ -459,8 +499,7 @@ impl LoadedProvider {
         let name = self
             .run(
                 Function::ProviderName.call_name(),
-                false,
-                None,
+                CallOn::Fresh { initialize: false, seed: None },
                 operation(|exports, store| {
                     Box::pin(
                         async move { exports.world.wasm_ccm_provider_provider().call_name(&mut *store).await.map(Ok) },
@@ -479,40 +518,65 @@ impl LoadedProvider {
         }
     }
 
-    /// Runs `operation` on a fresh, initialised instance.
+    /// Runs `operation` on an initialised instance: one the provider keeps,
+    /// or a fresh one.
     pub(crate) async fn call<R: Send>(&self, function: Function, operation: Operation<R>) -> Result<R, ProviderError> {
-        self.run(function.call_name(), self.start == Start::Initializing, None, operation).await
+        let on = match &self.kept {
+            Some(kept) => CallOn::Kept(kept),
+            None => CallOn::Fresh { initialize: self.start == Start::Initializing, seed: None },
+        };
+        self.run(function.call_name(), on, operation).await
     }
 
     async fn run<R: Send>(
         &self,
         function: &'static str,
-        initialize: bool,
-        seed: Option<[u8; 32]>,
+        on: CallOn<'_>,
         operation: Operation<R>,
     ) -> Result<R, ProviderError> {
         let origin = Origin::new(self.name.clone(), CALLS.fetch_add(1, Ordering::Relaxed));
         let span = tracing::debug_span!("provider.call", provider = &*self.name, function, call = origin.call);
+        let (initialize, seed, mut place) = match on {
+            CallOn::Fresh { initialize, seed } => (initialize, seed, None),
+            // A kept instance starts as a fresh one does, initialised unless
+            // it starts from the snapshot.
+            CallOn::Kept(kept) => (self.start == Start::Initializing, None, Some(kept.place().await)),
+        };
         let started = Instant::now();
         let deadline = started + self.limits.deadline;
-        let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
         let (pre, optional) = {
             let code = self.code.borrow();
             (code.pre.clone(), code.optional.clone())
         };
-        let mut store = self.store(pre.instance_pre().engine(), origin, deadline, stderr.clone(), seed);
+        // A kept instance runs the code it started with.
+        let (mut store, reused) = match place.as_mut().and_then(|place| place.instance.take()) {
+            Some(KeptInstance { mut store, instance, exports }) => {
+                store.data_mut().begin(origin, deadline);
+                self.arm(&mut store, deadline);
+                (store, Some((instance, exports)))
+            }
+            None => (self.store(pre.instance_pre().engine(), origin, deadline, seed), None),
+        };
         // The epochs advance, and the deadline with them, while this is held.
         let running = self.engine.running();
         let execution = async {
-            let instance = pre.instance_pre().instantiate_async(&mut store).await?;
-            let exports = optional.load(&mut store, &instance)?;
-            if initialize {
-                let provider = exports.world.wasm_ccm_provider_provider();
-                if let Err(err) = provider.call_initialize(&mut store, &self.config, &self.cluster_name).await? {
-                    return Ok(Err(err));
+            let (instance, exports) = match reused {
+                Some(reused) => reused,
+                None => {
+                    let instance = pre.instance_pre().instantiate_async(&mut store).await?;
+                    let exports = optional.load(&mut store, &instance)?;
+                    if initialize {
+                        let provider = exports.world.wasm_ccm_provider_provider();
+                        if let Err(err) = provider.call_initialize(&mut store, &self.config, &self.cluster_name).await?
+                        {
+                            return Ok((Err(err), None));
+                        }
+                    }
+                    (instance, exports)
                 }
-            }
-            operation(&instance, &exports, &mut store).await
+            };
+            let answer = operation(&instance, &exports, &mut store).await?;
+            Ok((answer, Some((instance, exports))))
         };
         // The epoch callback stops guest code at the deadline; this stops
         // host calls, such as a guest's sleep, that outlast it.
@@ -520,9 +584,13 @@ impl LoadedProvider {
         drop(running);
         let result = match outcome {
             Err(_) => Err(ProviderError::DeadlineExceeded { deadline: self.limits.deadline }),
-            Ok(Err(trap)) => Err(self.classify(&trap, store.data(), &stderr)),
-            Ok(Ok(Err(err))) => Err(convert::cloud_error(err)),
-            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Err(trap)) => Err(self.classify(&trap, store.data())),
+            Ok(Ok((answer, live))) => {
+                if let (Some(place), Some((instance, exports))) = (place, live) {
+                    place.keep(KeptInstance { store, instance, exports }, &self.name);
+                }
+                answer.map_err(convert::cloud_error)
+            }
         };
         let metrics = self.engine.metrics();
         metrics.call(&self.name, function, started.elapsed().as_secs_f64(), result.as_ref().map(drop));
@@ -536,17 +604,20 @@ impl LoadedProvider {
         result
     }
 
+    /// A store for a new instance, for a call ending at `deadline`.
     fn store(
         &self,
         engine: &wasmtime::Engine,
         origin: Origin,
         deadline: Instant,
-        stderr: GuestOutput,
         seed: Option<[u8; 32]>,
     ) -> Store<CallState> {
+        let stdout = GuestOutput::new(origin.clone(), Stdio::Stdout);
+        let stderr = GuestOutput::new(origin.clone(), Stdio::Stderr);
         let state = CallState {
-            wasi: wasi::context(GuestOutput::new(origin.clone(), Stdio::Stdout), stderr, self.clock, seed),
+            wasi: wasi::context(stdout.clone(), stderr.clone(), self.clock, seed),
             table: resource_table(),
+            lent: Vec::new(),
             limiter: MemoryLimiter::new(self.limits.memory, self.memory_in_use.clone()),
             http: HttpImport {
                 metrics: self.engine.metrics().clone(),
@@ -558,9 +629,18 @@ impl LoadedProvider {
             },
             credentials: CredentialsImport { credentials: self.credentials.clone(), origin: origin.clone() },
             log: LogImport { origin },
+            stdout,
+            stderr,
         };
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.limiter);
+        self.arm(&mut store, deadline);
+        store
+    }
+
+    /// Stops the guest code of `store` at `deadline`, and pauses it while it
+    /// is past the provider's share of the CPU.
+    fn arm(&self, store: &mut Store<CallState>, deadline: Instant) {
         let deadline = deadline.into_std();
         let (compute, mut computed) = (self.compute.clone(), 0);
         store.epoch_deadline_callback(move |_| {
@@ -582,12 +662,11 @@ impl LoadedProvider {
             ))
         });
         store.set_epoch_deadline(1);
-        store
     }
 
     /// What a trap means: a deadline, the memory limit, a panic, or another
     /// trap.
-    fn classify(&self, trap: &wasmtime::Error, state: &CallState, stderr: &GuestOutput) -> ProviderError {
+    fn classify(&self, trap: &wasmtime::Error, state: &CallState) -> ProviderError {
         if trap.downcast_ref::<DeadlineReached>().is_some() {
             return ProviderError::DeadlineExceeded { deadline: self.limits.deadline };
         }
@@ -597,7 +676,7 @@ impl LoadedProvider {
         if state.limiter.hit() {
             return ProviderError::MemoryLimit { limit: self.limits.memory };
         }
-        if let Some(message) = panic_message(&stderr.tail()) {
+        if let Some(message) = panic_message(&state.stderr.tail()) {
             return ProviderError::Panic { message };
         }
         ProviderError::Trap { message: convert::bounded(format!("{trap:?}")) }
@@ -656,9 +735,12 @@ async fn tier_up(
     }
 }
 
-/// Lends `nodes` to the call of `store`, for as long as the store lives.
+/// Lends `nodes` to the call of `store`, until the call ends.
 pub(crate) fn lend(store: &mut Store<CallState>, nodes: NodeSet) -> wasmtime::Result<Resource<LentNodes>> {
-    Ok(store.data_mut().table.push(LentNodes(nodes))?)
+    let state = store.data_mut();
+    let lent = state.table.push(LentNodes(nodes))?;
+    state.lent.push(lent.rep());
+    Ok(lent)
 }
 
 /// A call's resource table, capped so that a guest cannot fill the host's

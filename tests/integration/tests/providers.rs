@@ -708,7 +708,7 @@ async fn the_operator_s_limits_cap_each_provider_and_say_which_bound_set_each() 
         (&json!(32 << 20), &json!(5.0), &json!(500))
     );
     let by_file = json!({"memory": "providersFile", "deadline": "providersFile", "concurrentCalls": "operator",
-                         "maxResponse": "operator", "cpu": "operator"});
+                         "keptInstances": "operator", "maxResponse": "operator", "cpu": "operator"});
     assert_eq!(a["boundBy"], by_file, "{a:#}");
     let hostile = limits("hostile").expect("hostile serves");
     assert_eq!((&hostile["memoryBytes"], &hostile["deadlineSeconds"]), (&json!(1152 << 20), &json!(20.0)));

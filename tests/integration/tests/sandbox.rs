@@ -78,6 +78,68 @@ async fn the_monotonic_clock_runs_on_from_the_snapshot() {
     }
 }
 
+/// A provider given kept instances finds what its last call left in
+/// memory; each call still has its own deadline, logs and lent nodes; an
+/// instance that trapped or ran out its time is dropped; a reload starts
+/// afresh; and another provider, kept too, shares none of it.
+#[tokio::test]
+async fn a_kept_instance_carries_its_provider_s_state_to_the_next_call_and_no_further() {
+    let limits = |kept_instances| Limits { kept_instances, deadline: Duration::from_secs(2), ..Limits::default() };
+    let kept = hostile(limits(1), AllowList::default(), Credentials::default()).await;
+    let fresh = hostile(limits(0), AllowList::default(), Credentials::default()).await;
+    let neighbour = hostile(limits(1), AllowList::default(), Credentials::default()).await;
+    let count = async |handle: &ProviderHandle| run(handle, "count", "").await.unwrap();
+    for expected in ["call 1", "call 2", "call 3"] {
+        assert_eq!(count(&kept).await, expected);
+        assert_eq!(count(&fresh).await, "call 1", "a fresh instance for every call");
+    }
+    assert_eq!(count(&neighbour).await, "call 1", "another provider's instance is its own");
+
+    // The nodes lent to a call are taken back, and the instance kept.
+    let nodes = NodeSet::new(Arc::new(NodeSnapshot::new(vec![node("a", Some("x://a"), Some("10.0.0.1"))])), None);
+    let status = kept.ensure_load_balancer(&attack("read-nodes", ""), &nodes).await.unwrap();
+    assert!(status.ingress.unwrap()[0].hostname.as_deref().unwrap().starts_with("read "));
+    assert_eq!(count(&kept).await, "call 4");
+
+    // Each call has its own logs.
+    let (logs, guard) = capture_logs();
+    run(&kept, "stdout", "first").await.unwrap();
+    run(&kept, "stdout", "second").await.unwrap();
+    drop(guard);
+    let text = logs.text();
+    let call_of = |printed: &str| {
+        let line = text
+            .lines()
+            .find(|line| line.contains(printed) && line.contains("stdout"))
+            .unwrap_or_else(|| panic!("{text}"));
+        line.split("call=").nth(1).and_then(|rest| rest.split_whitespace().next()).map(str::to_owned).unwrap()
+    };
+    assert_ne!(call_of("first"), call_of("second"), "{text}");
+
+    // A call past its deadline, and a trap, each drop the instance.
+    let started = Instant::now();
+    assert!(matches!(run(&kept, "spin", "").await, Err(ProviderError::DeadlineExceeded { .. })));
+    assert!(started.elapsed() < Duration::from_secs(2) + TICK + SCHEDULING_SLACK, "{:?}", started.elapsed());
+    assert_eq!(count(&kept).await, "call 1", "the instance that ran out its time is gone");
+    assert_eq!(count(&kept).await, "call 2", "the next one is kept");
+    let started = Instant::now();
+    assert_eq!(count(&kept).await, "call 3");
+    assert!(started.elapsed() < Duration::from_secs(1), "a kept call has its own deadline: {:?}", started.elapsed());
+    assert!(matches!(run(&kept, "panic", "boom").await, Err(ProviderError::Panic { .. })));
+    assert_eq!(count(&kept).await, "call 1", "the instance that trapped is gone");
+
+    // A new version serves from new instances.
+    kept.swap(load(spec_with(limits(1))).await);
+    assert_eq!(count(&kept).await, "call 1", "a reload starts afresh");
+    assert_eq!(count(&neighbour).await, "call 2");
+}
+
+fn spec_with(limits: Limits) -> wasm_ccm_host::ProviderSpec {
+    let mut spec = spec("hostile", guest("guest-hostile"), b"");
+    spec.limits = limits;
+    spec
+}
+
 /// A pool slot keeps the pages its instance wrote resident, reset in place:
 /// the next instance in it, of the same provider or another, reads nothing
 /// of what the last one wrote.

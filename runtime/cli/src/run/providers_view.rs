@@ -56,6 +56,8 @@ pub struct LimitsView {
     pub deadline_seconds: f64,
     /// Calls at once.
     pub concurrent_calls: usize,
+    /// Instances kept between calls; 0: a fresh one for every call.
+    pub kept_instances: usize,
     /// Calls started per second, if limited.
     pub calls_per_second: Option<u32>,
     /// Outbound HTTP requests per second, if limited.
@@ -104,6 +106,8 @@ pub struct LimitBounds {
     pub deadline: Bound,
     /// Of `concurrentCalls`.
     pub concurrent_calls: Bound,
+    /// Of `keptInstances`.
+    pub kept_instances: Bound,
     /// Of `maxResponseBytes`.
     pub max_response: Bound,
     /// Of `cpuMillicores`.
@@ -117,6 +121,7 @@ impl LimitBounds {
             memory: Bound::of(limits.memory, ceilings.memory),
             deadline: Bound::of(limits.deadline, ceilings.deadline),
             concurrent_calls: Bound::of(limits.concurrency, ceilings.concurrency),
+            kept_instances: Bound::of(limits.kept_instances, ceilings.kept_instances),
             max_response: Bound::of(limits.http_response_body, ceilings.http_response_body),
             cpu: Bound::of(limits.cpu_millicores, ceilings.cpu_millicores),
         }
@@ -141,6 +146,7 @@ impl LimitsView {
             memory_bytes: limits.memory,
             deadline_seconds: limits.deadline.as_secs_f64(),
             concurrent_calls: limits.concurrency,
+            kept_instances: limits.kept_instances,
             calls_per_second: limits.calls.map(|rate| rate.per_second.get()),
             http_requests_per_second: limits.http_requests.map(|rate| rate.per_second.get()),
             http_burst: limits.http_requests.map(|rate| rate.burst.get()),

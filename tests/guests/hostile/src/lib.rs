@@ -8,6 +8,9 @@
 //! `update-load-balancer` reads only the nodes' provider IDs, as a provider
 //! that targets instances does, for the benchmarks of passing nodes.
 //!
+//! The attack `count` answers how many times this instance was asked it, so
+//! that a test can tell a kept instance from a fresh one.
+//!
 //! `initialize` draws a random number the attack `born` answers, so that a
 //! test can tell calls that start from one initialised state apart from
 //! calls that each initialise, and reads the monotonic clock, which the
@@ -25,12 +28,16 @@
 )]
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use wasm_ccm_sdk::http::{AwsSigv4, Request, RequestAuth, Response};
 use wasm_ccm_sdk::log::Level;
 use wasm_ccm_sdk::types::{LoadBalancerIngress, LoadBalancerStatus, NodeAddressType, Service};
 use wasm_ccm_sdk::{Error, LoadBalancer, NodeSet, Provider};
+
+/// The `ensure-load-balancer` calls of `count` this instance has served.
+static CALLS: AtomicU64 = AtomicU64::new(0);
 
 /// The hostile provider.
 pub struct Hostile {
@@ -182,6 +189,8 @@ impl LoadBalancer for Hostile {
             // A host name any provider may answer: no name inside the cluster.
             "" => Ok(observed(format!("ok-with-{}-nodes.hostile.example", nodes.len()))),
             "born" => Ok(observed(format!("born {}", self.born))),
+            // The calls this instance has served, this one included.
+            "count" => Ok(observed(format!("call {}", CALLS.fetch_add(1, Ordering::Relaxed) + 1))),
             "clock" => Ok(observed(format!("{} {}", self.born_at, wasip2::clocks::monotonic_clock::now()))),
             "read-nodes" => Ok(observed(read_nodes(nodes))),
             "spin" => spin(),
