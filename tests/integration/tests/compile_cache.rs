@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use wasm_ccm_cloud::Cloud;
-use wasm_ccm_host::engine::OptLevel;
+use wasm_ccm_host::OptLevel;
 use wasm_ccm_host::{
     Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier, component,
 };
