@@ -16,44 +16,38 @@
 //! calls, a memory limit, a fair share of the CPU when it computes for long,
 //! and only the imports the contract grants: HTTP to the hosts of its
 //! allow-list, its own credentials, logging, clocks and randomness.
+//!
+//! The crate is laid out by layer: [`compile`] turns a component into the
+//! code calls run (the engine, its compilers, the contract's checks, the
+//! compile cache, the snapshot), [`imports`] is what a provider may call,
+//! and `call` is what a call goes through (admission, conversions, deadline
+//! ticks, CPU share, usage). `provider.rs` loads a provider and runs its
+//! calls on them, and `handle.rs` serves it to the controllers. What the
+//! layers share sits beside them: the errors, limits, metrics, generated
+//! bindings, file reads and text clipping.
 
-mod admission;
 mod bindings;
-pub mod cache;
+mod call;
 mod clip;
-mod compile_failures;
-pub mod compiler;
-pub mod component;
-mod compute;
-mod convert;
-pub mod credentials;
-pub mod engine;
-mod epoch;
+pub mod compile;
 pub mod error;
 pub mod files;
 mod handle;
-pub mod http;
+pub mod imports;
 pub mod limits;
-mod log;
 pub mod metrics;
-mod nodes;
 mod provider;
-mod snapshot;
-mod throttle;
-pub mod tier;
-mod usage;
-mod wasi;
 
-pub use cache::{CacheOutcome, CompileCache};
-pub use compiler::{ChildCompiler, Compiler};
-pub use credentials::{Credentials, CredentialsError, Role, Seal, SealedOrigin, UseRefused};
-pub use engine::{Allocation, Engine, EngineSettings};
+pub use call::usage::Usage;
+pub use compile::cache::{CacheOutcome, CompileCache};
+pub use compile::compiler::{ChildCompiler, Compiler};
+pub use compile::engine::{Allocation, Engine, EngineSettings};
+pub use compile::tier::{OptLevel, Tier};
 pub use error::LoadError;
 pub use files::{Confinement, FileError, MAX_INPUT_FILE};
 pub use handle::ProviderHandle;
-pub use http::allowlist::AllowList;
+pub use imports::credentials::{Credentials, CredentialsError, Role, Seal, SealedOrigin, UseRefused};
+pub use imports::http::allowlist::AllowList;
 pub use limits::{Limits, MAX_LINEAR_MEMORY, Rate};
 pub use metrics::ProviderMetrics;
 pub use provider::{LoadedProvider, ProviderSpec, Start};
-pub use tier::{OptLevel, Tier};
-pub use usage::Usage;

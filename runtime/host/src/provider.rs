@@ -17,22 +17,24 @@ use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{self, CloudProvider, CloudProviderPre, LentNodes};
-use crate::cache::CacheOutcome;
-use crate::component::Caching;
-use crate::compute::ComputeShare;
-use crate::credentials::{Credentials, CredentialsImport};
-use crate::engine::Engine;
-use crate::epoch::EPOCH_TICK;
+use crate::call::compute::ComputeShare;
+use crate::call::convert;
+use crate::call::epoch::EPOCH_TICK;
+use crate::call::throttle::Throttle;
+use crate::compile::cache::CacheOutcome;
+use crate::compile::component::Caching;
+use crate::compile::engine::Engine;
+use crate::compile::tier::Tier;
+use crate::compile::{component, snapshot};
 use crate::error::LoadError;
-use crate::http::allowlist::AllowList;
-use crate::http::{BodyLimits, HttpImport, Outbound, Scrubber};
+use crate::imports::credentials::{Credentials, CredentialsImport};
+use crate::imports::http::allowlist::AllowList;
+use crate::imports::http::{BodyLimits, HttpImport, Outbound, Scrubber};
+use crate::imports::log::{GuestOutput, LogImport, Origin, Stdio};
+use crate::imports::nodes::{NodesImport, NodesView};
+use crate::imports::wasi;
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
-use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
-use crate::nodes::{NodesImport, NodesView};
-use crate::throttle::Throttle;
-use crate::tier::Tier;
-use crate::{component, convert, snapshot, wasi};
 
 /// Everything needed to load a provider.
 #[derive(Clone)]

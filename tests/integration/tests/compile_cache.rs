@@ -9,8 +9,9 @@ use std::sync::OnceLock;
 
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_host::OptLevel;
+use wasm_ccm_host::compile::component;
 use wasm_ccm_host::{
-    Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier, component,
+    Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier,
 };
 use wasm_ccm_tests::{CapturedLogs, guest, spec};
 

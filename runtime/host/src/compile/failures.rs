@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use crate::compile::tier::Tier;
 use crate::error::LoadError;
-use crate::tier::Tier;
 
 /// How many failed digests an engine remembers; the oldest are forgotten.
 const REMEMBERED: usize = 256;

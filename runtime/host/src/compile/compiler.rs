@@ -19,8 +19,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wasmtime::component::Component;
 
+use crate::compile::tier::{OptLevel, Tier, compiler_config};
 use crate::error::LoadError;
-use crate::tier::{OptLevel, Tier, compiler_config};
 
 /// The first word of the header line, and the version of this protocol.
 const HEADER: &str = "wasm-ccm-compile/2";

@@ -10,11 +10,11 @@ use wasm_ccm_cloud::Interface;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
-use crate::cache::{CacheOutcome, CompileCache, Lookup};
-use crate::compiler::build;
-use crate::engine::{Backend, Engine};
+use crate::compile::cache::{CacheOutcome, CompileCache, Lookup};
+use crate::compile::compiler::build;
+use crate::compile::engine::{Backend, Engine};
+use crate::compile::tier::Tier;
 use crate::error::LoadError;
-use crate::tier::Tier;
 
 /// The package and version of the contract this host speaks.
 pub const CONTRACT: &str = "wasm-ccm:provider@0.2.2";
@@ -57,7 +57,7 @@ pub fn provides_import(name: &str) -> bool {
     if package == PACKAGE {
         CONTRACT_IMPORTS.contains(&interface) && compatible(version)
     } else {
-        crate::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
+        crate::imports::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
     }
 }
 

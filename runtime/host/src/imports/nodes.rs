@@ -10,7 +10,7 @@ use wasmtime::component::{HasData, Resource, ResourceTable};
 use crate::bindings::LentNodes;
 use crate::bindings::nodes::{Host, HostNodeSet};
 use crate::bindings::types as wit;
-use crate::convert;
+use crate::call::convert;
 
 /// What the `nodes` import works on: the call's resource table.
 pub(crate) struct NodesImport;

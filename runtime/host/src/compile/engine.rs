@@ -9,14 +9,14 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::Component;
 use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::cache::CompileCache;
-use crate::compile_failures::CompileFailures;
-use crate::compiler::{self, Compiler};
-use crate::epoch::{EpochTicker, Running};
+use crate::call::epoch::{EpochTicker, Running};
+use crate::compile::cache::CompileCache;
+use crate::compile::compiler::{self, Compiler};
+use crate::compile::failures::CompileFailures;
+use crate::compile::tier::{OptLevel, Tier, compiler_config};
 use crate::error::LoadError;
 use crate::limits::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
 use crate::metrics::ProviderMetrics;
-use crate::tier::{OptLevel, Tier, compiler_config};
 
 /// How instances get their memories, tables and stacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Default for EngineSettings {
             max_memory: 1 << 30,
             opt_level: OptLevel::Speed,
             compile_cache: None,
-            compile_cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
+            compile_cache_max_bytes: crate::compile::cache::DEFAULT_MAX_BYTES,
             max_component_size: 64 << 20,
             compile_timeout: Duration::from_secs(60),
             compiler: Compiler::InProcess,

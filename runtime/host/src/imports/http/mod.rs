@@ -15,11 +15,11 @@ pub(crate) use client::{BodyLimits, Outbound};
 pub(crate) use scrub::Scrubber;
 
 use crate::bindings::http::{self, Error as HttpError, Request, Response};
+use crate::call::throttle::Throttle;
 use crate::clip::{MAX_TEXT, clip};
-use crate::credentials::Credentials;
-use crate::log::Origin;
+use crate::imports::credentials::Credentials;
+use crate::imports::log::Origin;
 use crate::metrics::ProviderMetrics;
-use crate::throttle::Throttle;
 
 /// The longest URL a provider may request, so that what the host parses
 /// and logs of it stays small.
