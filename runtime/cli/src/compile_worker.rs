@@ -1,6 +1,6 @@
 //! Providers compiled in a child process of this executable, run with the
 //! hidden subcommand `compile-worker` under CPU-time and memory limits (see
-//! [`wasm_ccm_host::compiler`]).
+//! [`wasm_ccm_host::compile::compiler`]).
 
 use anyhow::Context as _;
 use wasm_ccm_host::{ChildCompiler, Compiler};

@@ -7,7 +7,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = wasm_ccm::Args::parse();
     if let wasm_ccm::Command::CompileWorker = args.command {
-        return wasm_ccm_host::compiler::serve_child();
+        return wasm_ccm_host::compile::compiler::serve_child();
     }
     match wasm_ccm::run(args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use wasm_ccm_controllers::InvalidIngressRange;
 use wasm_ccm_distribution::DistributionError;
-use wasm_ccm_host::http::allowlist::ParseError;
+use wasm_ccm_host::imports::http::allowlist::ParseError;
 use wasm_ccm_host::{CredentialsError, FileError};
 use wasm_ccm_reload::SourceError;
 

@@ -3,6 +3,8 @@
 
 #![allow(missing_docs, unsafe_code, unused_doc_comments, unused_qualifications)]
 
+use wasm_ccm_cloud::NodeSet;
+
 wasmtime::component::bindgen!({
     path: "../../wit",
     world: "cloud-provider",
@@ -13,7 +15,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     additional_derives: [PartialEq],
     with: {
-        "wasm-ccm:provider/nodes.node-set": crate::nodes::LentNodes,
+        "wasm-ccm:provider/nodes.node-set": crate::bindings::LentNodes,
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "wasi:random": wasmtime_wasi::p2::bindings::random,
@@ -22,6 +24,10 @@ wasmtime::component::bindgen!({
 
 pub use exports::wasm_ccm::provider::provider::Parts;
 pub use wasm_ccm::provider::{credentials, http, log, nodes, types};
+
+/// A node set as the resource table holds it for one call: the host's side
+/// of the world's `node-set` resource.
+pub struct LentNodes(pub(crate) NodeSet);
 
 /// The optional `instances-batch` export, looked up apart from the world so
 /// that a provider without it still instantiates as a `cloud-provider`.

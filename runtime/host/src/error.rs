@@ -1,5 +1,7 @@
-//! The errors of loading a provider.
+//! The errors of loading a provider, and of opening the compile cache it
+//! is loaded with.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use wasm_ccm_cloud::ProviderError;
@@ -64,7 +66,7 @@ pub enum LoadError {
     Engine(String),
     /// The compile cache cannot be used.
     #[error(transparent)]
-    CompileCache(#[from] crate::cache::CacheError),
+    CompileCache(#[from] CacheError),
     /// The certificates the provider's HTTPS connections should trust are
     /// not PEM.
     #[error("cannot read the provider's trusted certificates: {0}")]
@@ -91,4 +93,26 @@ impl LoadError {
             _ => return None,
         })
     }
+}
+
+/// Why a cache directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The directory or the key cannot be created or read.
+    #[error("compile cache {path}: {source}")]
+    Io {
+        /// The directory or file.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The directory or the key could be changed or read by someone else.
+    #[error("compile cache {path} is refused: {reason}")]
+    Insecure {
+        /// The directory or file.
+        path: PathBuf,
+        /// What is wrong with its owner or permissions.
+        reason: String,
+    },
 }

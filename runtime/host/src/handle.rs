@@ -10,10 +10,10 @@ use wasm_ccm_cloud::{
     BatchAnswers, Cloud, Function, InstanceMetadata, MetadataAnswers, NodeSet, ProviderError, ProviderInfo, Route, Zone,
 };
 
-use crate::admission::{Admission, Admitted};
-use crate::convert;
+use crate::call::admission::{Admission, Admitted};
+use crate::call::convert;
+use crate::call::usage::{Calls, Usage};
 use crate::provider::{LoadedProvider, Operation, lend, operation};
-use crate::usage::{Calls, Usage};
 
 /// A provider, swappable while it serves.
 ///

@@ -12,46 +12,45 @@
 //! in the background, and calls that start once that is done run its code
 //! ([`LoadedProvider::code`]).
 //!
-//! Every call gets a fresh instance with a deadline that also bounds host
-//! calls, a memory limit, a fair share of the CPU when it computes for long,
-//! and only the imports the contract grants: HTTP to the hosts of its
-//! allow-list, its own credentials, logging, clocks and randomness.
+//! Every call gets a fresh instance (or, for a provider whose limits keep
+//! some, one kept from an earlier call of its own) with a deadline that
+//! also bounds host calls, a memory limit, a fair share of the CPU when it
+//! computes for long, and only the imports the contract grants: HTTP to the
+//! hosts of its allow-list, its own credentials, logging, clocks and
+//! randomness.
+//!
+//! The crate is laid out by layer: [`compile`] turns a component into the
+//! code calls run (the engine, its compilers, the contract's checks, the
+//! compile cache, the snapshot), [`imports`] is what a provider may call,
+//! and `call` is what a call goes through (admission, conversions, deadline
+//! ticks, CPU share, usage). `provider.rs` loads a provider and runs its
+//! calls, on instances `kept.rs` keeps when its limits allow, and `handle.rs` serves it to the controllers. What the
+//! layers share sits beside them: the errors, limits, metrics, generated
+//! bindings, file reads and text clipping.
 
-mod admission;
 mod bindings;
-pub mod cache;
-mod compile_failures;
-pub mod compiler;
-pub mod component;
-mod compute;
-mod convert;
-pub mod credentials;
-pub mod engine;
-mod epoch;
+mod call;
+mod clip;
+pub mod compile;
 pub mod error;
 pub mod files;
 mod handle;
-pub mod http;
+pub mod imports;
 mod kept;
 pub mod limits;
-mod log;
 pub mod metrics;
-mod nodes;
 mod provider;
-mod snapshot;
-mod throttle;
-mod usage;
-mod wasi;
 
-pub use cache::{CacheOutcome, CompileCache};
-pub use compiler::{ChildCompiler, Compiler};
-pub use credentials::{Credentials, CredentialsError, Role, Seal, SealedOrigin, UseRefused};
-pub use engine::{Allocation, Engine, EngineSettings, Tier};
+pub use call::usage::Usage;
+pub use compile::cache::{CacheOutcome, CompileCache};
+pub use compile::compiler::{ChildCompiler, Compiler};
+pub use compile::engine::{Allocation, Engine, EngineSettings};
+pub use compile::tier::{OptLevel, Tier};
 pub use error::LoadError;
 pub use files::{Confinement, FileError, MAX_INPUT_FILE};
 pub use handle::ProviderHandle;
-pub use http::allowlist::AllowList;
+pub use imports::credentials::{Credentials, CredentialsError, Role, Seal, SealedOrigin, UseRefused};
+pub use imports::http::allowlist::AllowList;
 pub use limits::{Limits, MAX_LINEAR_MEMORY, Rate};
 pub use metrics::ProviderMetrics;
 pub use provider::{LoadedProvider, ProviderSpec, Start};
-pub use usage::Usage;

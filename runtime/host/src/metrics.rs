@@ -10,8 +10,6 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-use crate::cache::CacheOutcome;
 use wasm_ccm_cloud::ProviderError;
 
 /// Labels of a provider call.
@@ -183,11 +181,12 @@ impl ProviderMetrics {
         self.families.http_waits.of(provider)
     }
 
-    /// Records where a load's compiled code came from, and makes the
+    /// Records where a load's compiled code came from (`cache`, a
+    /// [`CacheOutcome`](crate::CacheOutcome)'s name), and makes the
     /// provider's deadline and memory counters exist at 0, so that an
     /// alert on their `increase()` sees the first one.
-    pub(crate) fn compile(&self, provider: &str, outcome: CacheOutcome) {
-        let labels = CompileLabels { provider: provider.to_owned(), cache: outcome.as_str().to_owned() };
+    pub(crate) fn compile(&self, provider: &str, cache: &str) {
+        let labels = CompileLabels { provider: provider.to_owned(), cache: cache.to_owned() };
         self.families.compilations.get_or_create(&labels).inc();
         let provider = ProviderLabels { provider: provider.to_owned() };
         for family in [&self.families.deadlines, &self.families.memory_limits] {

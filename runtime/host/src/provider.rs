@@ -17,23 +17,26 @@ use wasmtime::component::{Component, HasSelf, Instance, Linker, Resource, Resour
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::bindings::{self, CloudProvider, CloudProviderPre};
-use crate::cache::CacheOutcome;
-use crate::component::Caching;
-use crate::compute::ComputeShare;
-use crate::credentials::{Credentials, CredentialsImport};
-use crate::engine::{Engine, Tier};
-use crate::epoch::EPOCH_TICK;
+use crate::bindings::{self, CloudProvider, CloudProviderPre, LentNodes};
+use crate::call::compute::ComputeShare;
+use crate::call::convert;
+use crate::call::epoch::EPOCH_TICK;
+use crate::call::throttle::Throttle;
+use crate::compile::cache::CacheOutcome;
+use crate::compile::component::Caching;
+use crate::compile::engine::Engine;
+use crate::compile::tier::Tier;
+use crate::compile::{component, snapshot};
 use crate::error::LoadError;
-use crate::http::allowlist::AllowList;
-use crate::http::{BodyLimits, HttpImport, Outbound, Scrubber};
+use crate::imports::credentials::{Credentials, CredentialsImport};
+use crate::imports::http::allowlist::AllowList;
+use crate::imports::http::{BodyLimits, HttpImport, Outbound, Scrubber};
+use crate::imports::log::{GuestOutput, LogImport, Origin, Stdio};
+use crate::imports::nodes::{NodesImport, NodesView};
+use crate::imports::wasi;
 use crate::kept::{KeptInstance, KeptInstances};
 use crate::limits::{Limits, MAX_RESOURCES, MemoryLimiter};
-use crate::log::{GuestOutput, LogImport, Origin, Stdio};
 use crate::metrics::ProviderMetrics;
-use crate::nodes::{LentNodes, NodesImport, NodesView};
-use crate::throttle::Throttle;
-use crate::{component, convert, snapshot, wasi};
 
 /// Everything needed to load a provider.
 #[derive(Clone)]
@@ -338,7 +341,7 @@ impl LoadedProvider {
             provider.code.send_replace(CallCode::new(engine, pre));
             provider.compiled = provider.compiled.and(outcome);
         }
-        engine.metrics().compile(&provider.name, provider.compiled);
+        engine.metrics().compile(&provider.name, provider.compiled.as_str());
         Ok(provider)
     }
 
@@ -402,7 +405,7 @@ impl LoadedProvider {
             return Ok(outcome);
         }
         let outcome = match caching {
-            Caching::Use => match engine.cached(&snapshot, Tier::Optimizing).await? {
+            Caching::Use => match component::cached(&engine, &snapshot, Tier::Optimizing).await? {
                 (Some(compiled), outcome) => {
                     self.code.send_replace(CallCode::new(&engine, link_provider(&compiled)?));
                     return Ok(outcome);
@@ -692,7 +695,7 @@ async fn prepare(
     caching: Caching,
     tier: Tier,
 ) -> Result<(CloudProviderPre<CallState>, CacheOutcome), LoadError> {
-    let (compiled, cache_outcome) = engine.compile(wasm, caching, tier).await?;
+    let (compiled, cache_outcome) = component::compile_cached(engine, wasm, caching, tier).await?;
     Ok((link_provider(&compiled)?, cache_outcome))
 }
 

@@ -17,7 +17,8 @@ use serde_json::json;
 use wasm_ccm_bench::{Samples, fakes, micros, nodes, service};
 use wasm_ccm_cloud::{Cloud, NodeSet};
 use wasm_ccm_fake_cloud::FakeCloud;
-use wasm_ccm_host::{Engine, EngineSettings, Limits, component};
+use wasm_ccm_host::compile::component;
+use wasm_ccm_host::{Engine, EngineSettings, Limits};
 use wasm_ccm_tests::guest;
 
 const FAKES: [(&str, &str); 2] = [("Rust", "provider-fake"), ("Go", "provider-fake-go")];

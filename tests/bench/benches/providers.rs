@@ -155,7 +155,7 @@ async fn settled_resident_bytes() -> u64 {
 /// serving an idle lane each.
 async fn idle_memory(engine: &Engine) -> anyhow::Result<(u64, u64)> {
     let code = {
-        let component = wasm_ccm_host::component::compile(engine, &guest("provider-fake"))?;
+        let component = wasm_ccm_host::compile::component::compile(engine, &guest("provider-fake"))?;
         let range = component.image_range();
         range.end as u64 - range.start as u64
     };

@@ -20,7 +20,7 @@ use serde_json::json;
 use wasm_ccm_bench::{Samples, cpu_time};
 use wasm_ccm_cloud::Cloud;
 use wasm_ccm_distribution::{SigningKey, Verification, sign_bytes, verify_bytes};
-use wasm_ccm_host::engine::OptLevel;
+use wasm_ccm_host::OptLevel;
 use wasm_ccm_host::{CacheOutcome, Engine, EngineSettings, LoadedProvider, ProviderHandle, ProviderSpec, Tier};
 use wasm_ccm_tests::{guest, spec};
 

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use wasm_ccm_cloud::Cloud;
-use wasm_ccm_host::engine::OptLevel;
+use wasm_ccm_host::OptLevel;
+use wasm_ccm_host::compile::component;
 use wasm_ccm_host::{
-    Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier, component,
+    Allocation, CacheOutcome, Engine, EngineSettings, LoadError, LoadedProvider, ProviderHandle, Tier,
 };
 use wasm_ccm_tests::{CapturedLogs, guest, spec};
 

@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 use wasm_ccm_config::RegistryArgs;
 use wasm_ccm_distribution::{Inspection, Verification, inspect as inspect_bytes, pull};
-use wasm_ccm_host::component::{CONTRACT, WORLD, provides_import, required_exports};
+use wasm_ccm_host::compile::component::{CONTRACT, WORLD, provides_import, required_exports};
 
 use crate::options::target::{Target, read, refuse_registry_flags};
 

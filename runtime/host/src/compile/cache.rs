@@ -69,6 +69,8 @@ use hmac::{Hmac, Mac as _};
 use sha2::{Digest as _, Sha256};
 use wasmtime::component::Component;
 
+use crate::error::CacheError;
+
 /// The first bytes of every entry: the format's name and version.
 const MAGIC: &[u8] = b"wasm-ccm compiled provider v1\n";
 /// The length of an HMAC-SHA256 tag, and of the key.
@@ -84,28 +86,6 @@ const STALE_TEMPORARY: Duration = Duration::from_secs(3600);
 pub const DEFAULT_MAX_BYTES: u64 = 128 << 20;
 
 type HmacSha256 = Hmac<Sha256>;
-
-/// Why a cache directory cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum CacheError {
-    /// The directory or the key cannot be created or read.
-    #[error("compile cache {path}: {source}")]
-    Io {
-        /// The directory or file.
-        path: PathBuf,
-        /// The failure.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The directory or the key could be changed or read by someone else.
-    #[error("compile cache {path} is refused: {reason}")]
-    Insecure {
-        /// The directory or file.
-        path: PathBuf,
-        /// What is wrong with its owner or permissions.
-        reason: String,
-    },
-}
 
 /// Where a load's compiled code came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -27,8 +27,9 @@ use std::str::FromStr;
 use url::Url;
 
 use crate::bindings::credentials;
+use crate::clip::clip;
 use crate::files::{Confinement, FileError, MAX_INPUT_FILE};
-use crate::log::{Origin, clip};
+use crate::imports::log::Origin;
 
 /// The most a directory's credentials hold together: 4 MiB.
 pub const MAX_CREDENTIALS: u64 = 4 << 20;

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use crate::engine::Tier;
+use crate::compile::tier::Tier;
 use crate::error::LoadError;
 
 /// How many failed digests an engine remembers; the oldest are forgotten.

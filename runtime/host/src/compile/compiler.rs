@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use wasmtime::component::Component;
 
-use crate::engine::{OptLevel, Tier, compiler_config};
+use crate::compile::tier::{OptLevel, Tier, compiler_config};
 use crate::error::LoadError;
 
 /// The first word of the header line, and the version of this protocol.
@@ -181,6 +181,11 @@ impl ChildCompiler {
         }
         LoadError::Engine(format!("the compiler process {} ended with {status}: {message}", self.program.display()))
     }
+}
+
+/// Compiles `bytes` into a component for `engine`, on this thread.
+pub(crate) fn build(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<Component, LoadError> {
+    Component::new(engine, bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))
 }
 
 /// What the parent tells the child before the component.

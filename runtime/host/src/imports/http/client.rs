@@ -13,12 +13,12 @@ use tokio::time::Instant;
 use url::Url;
 
 use crate::bindings::http::{Error as HttpError, Method, Request, RequestAuth, Response};
-use crate::credentials::{Credentials, Role};
+use crate::call::throttle::Throttle;
 use crate::error::LoadError;
-use crate::http::allowlist::{AllowList, Denied, Target};
-use crate::http::scrub::Scrubber;
-use crate::http::sigv4::{self, SigningError};
-use crate::throttle::Throttle;
+use crate::imports::credentials::{Credentials, Role};
+use crate::imports::http::allowlist::{AllowList, Denied, Target};
+use crate::imports::http::scrub::Scrubber;
+use crate::imports::http::sigv4::{self, SigningError};
 
 /// The longest host a metric is labelled with: the longest DNS name.
 const MAX_HOST_LABEL: usize = 253;

@@ -1,15 +1,19 @@
-//! Compiling a provider component and checking that it is one: the binary
-//! is a component, it exports the whole world at this host's contract
-//! version, and it imports nothing the host does not provide.
+//! Compiling a provider component, or loading its code from the compile
+//! cache, and checking that it is one: the binary is a component, it
+//! exports the whole world at this host's contract version, and it imports
+//! nothing the host does not provide.
 
 use std::sync::Arc;
 
+use sha2::{Digest as _, Sha256};
 use wasm_ccm_cloud::Interface;
 use wasmtime::component::Component;
 use wasmtime::component::types::{ComponentExtern, ComponentItem};
 
-use crate::cache::{CacheOutcome, CompileCache, Lookup};
-use crate::engine::{Backend, Engine, Tier};
+use crate::compile::cache::{CacheOutcome, CompileCache, Lookup};
+use crate::compile::compiler::build;
+use crate::compile::engine::{Backend, Engine};
+use crate::compile::tier::Tier;
 use crate::error::LoadError;
 
 /// The package and version of the contract this host speaks.
@@ -53,7 +57,7 @@ pub fn provides_import(name: &str) -> bool {
     if package == PACKAGE {
         CONTRACT_IMPORTS.contains(&interface) && compatible(version)
     } else {
-        crate::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
+        crate::imports::wasi::PROVIDED.contains(&format!("{package}/{interface}").as_str())
     }
 }
 
@@ -97,6 +101,50 @@ pub(crate) enum Caching {
     Store,
 }
 
+/// Compiles `wasm` with the engine's compiler of `tier`, or loads its code
+/// from the engine's compile cache, as `caching` says, and checks it is a
+/// provider; a component that failed before for `tier` fails again at once.
+///
+/// # Errors
+/// When the component is too large, is not a provider, does not
+/// compile, or its compile does not end in time.
+pub(crate) async fn compile_cached(
+    engine: &Engine,
+    wasm: Arc<[u8]>,
+    caching: Caching,
+    tier: Tier,
+) -> Result<(Component, CacheOutcome), LoadError> {
+    let limit = engine.settings().max_component_size;
+    if wasm.len() > limit {
+        return Err(LoadError::TooLarge { size: wasm.len(), limit });
+    }
+    let digest = format!("{:x}", Sha256::digest(&wasm));
+    if let Some(err) = engine.failures().recall(tier, &digest) {
+        tracing::debug!(digest = %format_args!("sha256:{digest}"), "not compiling again a component that failed: {err}");
+        return Err(err);
+    }
+    let compiled = compile_or_load(engine, wasm, &digest, caching, tier).await;
+    if let Err(err) = &compiled {
+        engine.failures().remember(tier, &digest, err);
+    }
+    compiled
+}
+
+/// The code of `wasm` for `tier` from the engine's compile cache, without
+/// compiling it: see [`lookup`].
+///
+/// # Errors
+/// When `wasm` is not a component, or the cache's entry is not a
+/// provider.
+pub(crate) async fn cached(
+    engine: &Engine,
+    wasm: &[u8],
+    tier: Tier,
+) -> Result<(Option<Component>, CacheOutcome), LoadError> {
+    let digest = format!("{:x}", Sha256::digest(wasm));
+    lookup(engine, wasm, &digest, tier).await
+}
+
 /// Loads the component of `bytes`, whose sha256 is `digest` (hex), from the
 /// engine's compile cache, or compiles it with the engine's compiler of
 /// `tier`, as `caching` says; checks it is a provider of this contract and
@@ -107,7 +155,7 @@ pub(crate) enum Caching {
 ///
 /// # Errors
 /// As [`compile`], and when the compile does not end in time.
-pub(crate) async fn compile_cached(
+async fn compile_or_load(
     engine: &Engine,
     bytes: Arc<[u8]>,
     digest: &str,
@@ -145,7 +193,7 @@ pub(crate) async fn compile_cached(
 /// # Errors
 /// When the bytes are not a component, or the cache's entry is not a
 /// provider.
-pub(crate) async fn lookup(
+async fn lookup(
     engine: &Engine,
     bytes: &[u8],
     digest: &str,
@@ -186,11 +234,6 @@ async fn blocking<T: Send + 'static>(
     })
     .await
     .map_err(|err| LoadError::Engine(format!("the compile cache stopped: {err}")))
-}
-
-/// Compiles `bytes` into a component for `engine`, on this thread.
-pub(crate) fn build(engine: &wasmtime::Engine, bytes: &[u8]) -> Result<Component, LoadError> {
-    Component::new(engine, bytes).map_err(|err| LoadError::Invalid(format!("{err:#}")))
 }
 
 /// Checks that `component` imports only what the host provides and exports

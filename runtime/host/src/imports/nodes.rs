@@ -7,12 +7,10 @@
 use wasm_ccm_cloud::{NodeRef, NodeSet, PackedStrings};
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
+use crate::bindings::LentNodes;
 use crate::bindings::nodes::{Host, HostNodeSet};
 use crate::bindings::types as wit;
-use crate::convert;
-
-/// A node set as the resource table holds it for one call.
-pub struct LentNodes(pub(crate) NodeSet);
+use crate::call::convert;
 
 /// What the `nodes` import works on: the call's resource table.
 pub(crate) struct NodesImport;

@@ -15,7 +15,7 @@ use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 use wasmtime_wasi::{HostMonotonicClock, WasiCtx, WasiCtxBuilder, WasiView};
 
-use crate::log::GuestOutput;
+use crate::imports::log::GuestOutput;
 
 /// The WASI interfaces [`add_to_linker`] provides, by name without version.
 pub(crate) const PROVIDED: &[&str] = &[

@@ -5,17 +5,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest as _, Sha256};
 use tokio::sync::OwnedSemaphorePermit;
-pub use wasmtime::OptLevel;
 use wasmtime::component::Component;
-use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::cache::{CacheOutcome, CompileCache};
-use crate::compile_failures::CompileFailures;
-use crate::compiler::Compiler;
-use crate::component::Caching;
-use crate::epoch::{EpochTicker, Running};
+use crate::call::epoch::{EpochTicker, Running};
+use crate::compile::cache::CompileCache;
+use crate::compile::compiler::{self, Compiler};
+use crate::compile::failures::CompileFailures;
+use crate::compile::tier::{OptLevel, Tier, compiler_config};
 use crate::error::LoadError;
 use crate::limits::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES};
 use crate::metrics::ProviderMetrics;
@@ -71,7 +69,7 @@ impl Default for EngineSettings {
             max_memory: 1 << 30,
             opt_level: OptLevel::Speed,
             compile_cache: None,
-            compile_cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
+            compile_cache_max_bytes: crate::compile::cache::DEFAULT_MAX_BYTES,
             max_component_size: 64 << 20,
             compile_timeout: Duration::from_secs(60),
             compiler: Compiler::InProcess,
@@ -92,48 +90,6 @@ const MEMORY_KEPT_RESIDENT: usize = 512 << 10;
 
 /// As [`MEMORY_KEPT_RESIDENT`], for a slot's tables.
 const TABLE_KEPT_RESIDENT: usize = 32 << 10;
-
-/// Which compiler a component's code comes from.
-///
-/// Winch, a baseline compiler, compiles in a fifth of Cranelift's CPU time
-/// (docs/bench-log) code that runs slower. It compiles what runs once, the
-/// instrumented component whose instance runs `initialize` for the
-/// snapshot, and the snapshot's code that calls run while Cranelift
-/// compiles the snapshot again in the background (see
-/// [`LoadedProvider::code`](crate::LoadedProvider::code)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tier {
-    /// Winch: fast to compile, slower to run. A component it refuses (it
-    /// lacks some proposals, such as tail calls) is compiled by Cranelift.
-    Baseline,
-    /// Cranelift at the engine's [`OptLevel`].
-    Optimizing,
-}
-
-impl Tier {
-    /// A short, stable name for the compiler process's header, logs and
-    /// status.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Baseline => "baseline",
-            Tier::Optimizing => "optimizing",
-        }
-    }
-}
-
-/// What decides how components compile: the same for an engine and for
-/// the compiler process that compiles for it, so that its code loads.
-/// The baseline compiler has no optimisation level.
-pub(crate) fn compiler_config(tier: Tier, opt_level: OptLevel) -> Config {
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.epoch_interruption(true);
-    match tier {
-        Tier::Baseline => config.strategy(Strategy::Winch),
-        Tier::Optimizing => config.strategy(Strategy::Cranelift).cranelift_opt_level(opt_level),
-    };
-    config
-}
 
 /// `config` allocating its instances as `settings` say: from a pool sized
 /// for their number, or on demand.
@@ -267,51 +223,16 @@ impl Engine {
         self.compile_cache().map(|cache| cache.snapshot_seed(inputs))
     }
 
+    /// The components that failed to compile, not compiled again.
+    pub(crate) fn failures(&self) -> &CompileFailures {
+        &self.inner.failures
+    }
+
     /// The compile cache of Cranelift's code, when the settings name one.
     /// The baseline compiler's code is kept in the same directory, under
     /// its own engine's names.
     pub fn compile_cache(&self) -> Option<&CompileCache> {
         self.inner.optimizing.cache.as_ref()
-    }
-
-    /// Compiles `wasm` with the compiler of `tier`, or loads its code from
-    /// the compile cache, as `caching` says, and checks it is a provider; a
-    /// component that failed before for `tier` fails again at once.
-    ///
-    /// # Errors
-    /// When the component is too large, is not a provider, does not
-    /// compile, or its compile does not end in time.
-    pub(crate) async fn compile(
-        &self,
-        wasm: Arc<[u8]>,
-        caching: Caching,
-        tier: Tier,
-    ) -> Result<(Component, CacheOutcome), LoadError> {
-        let limit = self.inner.settings.max_component_size;
-        if wasm.len() > limit {
-            return Err(LoadError::TooLarge { size: wasm.len(), limit });
-        }
-        let digest = format!("{:x}", Sha256::digest(&wasm));
-        if let Some(err) = self.inner.failures.recall(tier, &digest) {
-            tracing::debug!(digest = %format_args!("sha256:{digest}"), "not compiling again a component that failed: {err}");
-            return Err(err);
-        }
-        let compiled = crate::component::compile_cached(self, wasm, &digest, caching, tier).await;
-        if let Err(err) = &compiled {
-            self.inner.failures.remember(tier, &digest, err);
-        }
-        compiled
-    }
-
-    /// The code of `wasm` for `tier` from the compile cache, without
-    /// compiling it: see [`component::lookup`](crate::component::lookup).
-    ///
-    /// # Errors
-    /// When `wasm` is not a component, or the cache's entry is not a
-    /// provider.
-    pub(crate) async fn cached(&self, wasm: &[u8], tier: Tier) -> Result<(Option<Component>, CacheOutcome), LoadError> {
-        let digest = format!("{:x}", Sha256::digest(wasm));
-        crate::component::lookup(self, wasm, &digest, tier).await
     }
 
     /// Compiles `wasm` with the engine's compiler once it has a turn,
@@ -365,7 +286,7 @@ impl Engine {
                 // Given up on, the thread runs on and keeps the turn.
                 tokio::task::spawn_blocking(move || {
                     let _turn = turn;
-                    crate::component::build(&engine, &wasm)
+                    compiler::build(&engine, &wasm)
                 })
                 .await
                 .map_err(|err| LoadError::Engine(format!("compilation stopped: {err}")))?

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::call::throttle::Throttle;
+use crate::call::usage::{Calls, Counted};
 use crate::limits::Limits;
 use crate::metrics::ProviderMetrics;
-use crate::throttle::Throttle;
-use crate::usage::{Calls, Counted};
 use wasm_ccm_cloud::ProviderError;
 
 /// The call rate and the calls at once of one setting of a provider's

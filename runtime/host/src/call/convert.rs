@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1 as core;
 use crate::bindings::Parts as WitParts;
 use crate::bindings::batch;
 use crate::bindings::types as wit;
-use crate::log::{MAX_TEXT, clip};
+use crate::clip::{MAX_TEXT, clip};
 use wasm_ccm_cloud::{BatchAnswers, InstanceMetadata, InstanceState, MetadataAnswers, Parts, Route, Zone};
 use wasm_ccm_cloud::{MAX_RETRY_DELAY, ProviderError};
 

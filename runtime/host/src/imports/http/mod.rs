@@ -15,10 +15,11 @@ pub(crate) use client::{BodyLimits, Outbound};
 pub(crate) use scrub::Scrubber;
 
 use crate::bindings::http::{self, Error as HttpError, Request, Response};
-use crate::credentials::Credentials;
-use crate::log::Origin;
+use crate::call::throttle::Throttle;
+use crate::clip::{MAX_TEXT, clip};
+use crate::imports::credentials::Credentials;
+use crate::imports::log::Origin;
 use crate::metrics::ProviderMetrics;
-use crate::throttle::Throttle;
 
 /// The longest URL a provider may request, so that what the host parses
 /// and logs of it stays small.
@@ -64,7 +65,7 @@ impl http::Host for HttpImport {
             }
             Err(HttpError::Denied(why)) => {
                 if self.origin.take_line() {
-                    let why = crate::log::clip(why, crate::log::MAX_TEXT);
+                    let why = clip(why, MAX_TEXT);
                     tracing::warn!(parent: &span, provider = &*self.origin.provider, "refused a provider's HTTP request: {why}");
                 }
                 "denied"

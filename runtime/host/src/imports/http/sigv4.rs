@@ -10,7 +10,7 @@ use aws_sigv4::sign::v4;
 use url::Url;
 
 use crate::bindings::http::AwsSigv4;
-use crate::credentials::{Credentials, Role, UseRefused};
+use crate::imports::credentials::{Credentials, Role, UseRefused};
 
 /// The longest region or service name accepted.
 const MAX_SCOPE_PART: usize = 64;
