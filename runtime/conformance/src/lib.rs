@@ -17,6 +17,10 @@ use std::time::Duration;
 use wasm_ccm_cloud::{Cloud, Function, ProviderError, ProviderInfo};
 
 use self::calls::Calls;
+
+/// Said of a check asked of the provider loaded afresh that failed: what
+/// one version kept in its memory, even on kept instances, is gone.
+const ASKED_AFRESH: &str = "asked of the provider loaded afresh: keep what must last in the cloud";
 pub use self::fixture::{Fixture, FixtureError};
 pub use self::report::{Check, Outcome, Report};
 

@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 
 use wasm_ccm_cloud::{Cloud, Function, NodeSet, NodeSnapshot, ProviderError};
 
-use super::Suite;
 use super::fixture::name;
 use super::validate::{self, describe};
+use super::{ASKED_AFRESH, Suite};
 
 /// The longest load-balancer name: upstream's `GetLoadBalancerName` limit,
 /// which the names of most clouds' load balancers share.
@@ -104,9 +104,7 @@ async fn service_checks<C: Cloud>(suite: &mut Suite<'_, C>, service: &Service) {
     report.check(format!("{key}/get-after-ensure"), same_as_ensured(calls, service, &status)).await;
     report
         .check(format!("{key}/survives-reload"), async {
-            same_as_ensured(reloaded, service, &status)
-                .await
-                .map_err(|err| format!("{err}; asked of the provider loaded afresh: keep what must last in the cloud"))
+            same_as_ensured(reloaded, service, &status).await.map_err(|err| format!("{err}; {ASKED_AFRESH}"))
         })
         .await;
 

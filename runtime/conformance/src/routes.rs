@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use wasm_ccm_cloud::{Cloud, Function, Route};
 
-use super::{Calls, Suite};
+use super::{ASKED_AFRESH, Calls, Suite};
 
 /// Runs the checks.
 pub async fn checks<C: Cloud>(suite: &mut Suite<'_, C>) {
@@ -42,7 +42,7 @@ pub async fn checks<C: Cloud>(suite: &mut Suite<'_, C>) {
                     Some(listed) => found.push(listed.clone()),
                     None => {
                         return Err(format!(
-                            "list-routes does not have the route of {} to {}; it has {}",
+                            "list-routes does not have the route of {} to {}; it has {}; {ASKED_AFRESH}",
                             route.destination_cidr,
                             route.target_node,
                             describe(&listed)
