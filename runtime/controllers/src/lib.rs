@@ -43,7 +43,7 @@ pub use caches::Caches;
 pub use config::{ControllerName, Settings, enabled_controllers, names_route};
 pub use error::Error;
 pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
-pub use manager::{ControllerManager, ManagerError, Plan, Readiness};
+pub use manager::{ControllerManager, ManagerError, Readiness, RunPlan};
 pub use members::{Member, Members};
 pub use metrics::Metrics;
 pub use serves::Serves;

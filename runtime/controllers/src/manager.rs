@@ -71,9 +71,10 @@ impl Readiness {
     }
 }
 
-/// Which controllers run.
+/// Which of the enabled controllers the manager runs, and why it skips the
+/// others.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Plan {
+pub struct RunPlan {
     /// Those that run.
     pub active: Vec<ControllerName>,
     /// Those enabled that do not run, with why.
@@ -151,7 +152,7 @@ impl<C: Cloud> ControllerManager<C> {
     /// # Errors
     /// When an enabled controller lacks a setting it needs, or has a bad
     /// one.
-    pub fn plan(&self) -> Result<Plan, ManagerError> {
+    pub fn plan(&self) -> Result<RunPlan, ManagerError> {
         let load_balancers = self
             .providers
             .borrow()
@@ -159,7 +160,7 @@ impl<C: Cloud> ControllerManager<C> {
             .any(|member| member.serves.load_balancers() && member.cloud.info().parts.load_balancer);
         let nodes = self.serving(|serves| serves.nodes).map(|(_, cloud)| cloud.info().parts);
         let routes = self.serving(|serves| serves.routes).map(|(_, cloud)| cloud.info().parts);
-        let mut plan = Plan::default();
+        let mut plan = RunPlan::default();
         for controller in self.settings.controllers.iter().copied() {
             let supported = match controller {
                 ControllerName::Service => Some(load_balancers),
@@ -256,7 +257,7 @@ impl<C: Cloud> ControllerManager<C> {
     /// # Errors
     /// When the controllers cannot start, or one stopped on its own.
     pub async fn run(mut self, stop: CancellationToken, readiness: Readiness) -> Result<(), ManagerError> {
-        let Plan { active, skipped } = self.plan()?;
+        let RunPlan { active, skipped } = self.plan()?;
         for (controller, reason) in skipped {
             tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }
