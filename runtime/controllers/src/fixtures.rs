@@ -13,9 +13,9 @@ use tokio::sync::mpsc;
 use wasm_ccm_apiserver::ApiServer;
 pub use wasm_ccm_cloud::testing::TestCloud;
 
-use crate::config::Settings;
-use crate::context::Context;
-use crate::metrics::Metrics;
+use crate::framework::config::Settings;
+use crate::framework::context::Context;
+use crate::framework::metrics::Metrics;
 use crate::nodes::NodeCache;
 use crate::serves::Serves;
 use crate::service::claim::{Claim, Roster};

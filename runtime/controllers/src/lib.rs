@@ -11,41 +11,32 @@
 //!
 //! [`ControllerManager`] runs those enabled on one watch per kind of object.
 //! Every controller has one shape: a watcher of those watches whose
-//! triggers queue keys, and a [`runner`] whose workers reconcile them with
-//! the controller's context (the client, the cloud, the node cache, events,
-//! metrics, settings) under one error policy.
+//! triggers queue keys, and a [`runner`](framework::runner) whose workers
+//! reconcile them with the controller's context (the client, the cloud, the
+//! node cache, events, metrics, settings) under one error policy.
 
 mod batches;
-mod caches;
-pub mod config;
-mod context;
-mod driver;
-mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod framework;
 mod instances;
-pub mod leader;
 mod lifecycle;
-mod locks;
 mod manager;
 mod members;
-pub mod metrics;
 mod node;
 mod nodes;
 mod route;
-pub mod runner;
 mod serves;
 mod service;
 mod taints;
-mod workqueue;
 
-pub use caches::Caches;
-pub use config::{ControllerName, Settings, enabled_controllers, names_route};
-pub use error::Error;
-pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
+pub use framework::caches::Caches;
+pub use framework::config::{ControllerName, Settings, enabled_controllers, names_route};
+pub use framework::error::Error;
+pub use framework::leader::{LeaderElectionConfig, LeaderElector, LeaderError};
+pub use framework::metrics::Metrics;
 pub use manager::{ControllerManager, ManagerError, Readiness, RunPlan};
 pub use members::{Member, Members};
-pub use metrics::Metrics;
 pub use serves::Serves;
 pub use service::ingress::{IngressRanges, InvalidIngressRange};
 pub use service::ownership;

@@ -1,5 +1,5 @@
 //! Runs the enabled controllers alike: each is made as a
-//! [`Controller`](crate::driver::Controller) on the shared caches, hears
+//! [`Controller`](crate::framework::driver::Controller) on the shared caches, hears
 //! their changes once they are synced, and runs until the manager stops. A
 //! controller that stops on its own stops them all with an error, as
 //! upstream's process crashes.
@@ -19,17 +19,17 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use crate::caches::Caches;
-use crate::config::{ControllerName, Settings};
-use crate::context::Context;
-use crate::driver::Described;
+use crate::framework::caches::Caches;
+use crate::framework::config::{ControllerName, Settings};
+use crate::framework::context::Context;
+use crate::framework::driver::Described;
+use crate::framework::metrics::Metrics;
+use crate::framework::runner::Stopped;
 use crate::lifecycle::NodeLifecycleController;
 use crate::members::{Member, Members};
-use crate::metrics::Metrics;
 use crate::node::CloudNodeController;
 use crate::nodes::NodeCache;
 use crate::route::RouteController;
-use crate::runner::Stopped;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
 use crate::service::policy::LoadBalancerPolicy;

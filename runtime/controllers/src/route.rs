@@ -26,12 +26,12 @@ use tracing::Instrument;
 use wasm_ccm_cloud::{Cloud, Route};
 use wasm_ccm_kube::informer::Change;
 
-use crate::config::ControllerName;
-use crate::context::Context;
-use crate::driver::{Controller, Watcher};
-use crate::error::Error;
-use crate::runner::{Action, Reconcile, Retry, Runner, Stopped};
-use crate::workqueue::WorkQueue;
+use crate::framework::config::ControllerName;
+use crate::framework::context::Context;
+use crate::framework::driver::{Controller, Watcher};
+use crate::framework::error::Error;
+use crate::framework::runner::{Action, Reconcile, Retry, Runner, Stopped};
+use crate::framework::workqueue::WorkQueue;
 
 /// Cloud operations at once, as upstream.
 const MAX_CONCURRENT_OPERATIONS: usize = 200;
@@ -410,7 +410,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
-    use crate::metrics::Metrics;
+    use crate::framework::metrics::Metrics;
 
     fn node(name: &str, cidrs: &[&str]) -> Arc<Node> {
         Arc::new(Node {

@@ -15,12 +15,12 @@ use wasm_ccm_cloud::{Cloud, InstanceMetadata};
 
 use super::addresses::{AddressError, node_addresses, provided_node_ips};
 use super::labels::{cloud_labels, labels_to_reconcile};
-use crate::context::Context;
-use crate::error::Error;
+use crate::framework::context::Context;
+use crate::framework::error::Error;
+use crate::framework::runner::{Action, Reconcile, Retry};
+use crate::framework::workqueue::Backoff;
 use crate::instances;
-use crate::runner::{Action, Reconcile, Retry};
 use crate::taints::{UNINITIALIZED, has_taint, taints};
-use crate::workqueue::Backoff;
 
 /// Writes of a node's spec tried again after a conflict, without asking the
 /// cloud again.

@@ -20,8 +20,8 @@ use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
 use super::addresses::{changed, node_addresses, provided_node_ips};
 use crate::batches::{in_batches, one_at_a_time};
-use crate::context::Context;
-use crate::error::Error;
+use crate::framework::context::Context;
+use crate::framework::error::Error;
 use crate::instances;
 use crate::taints::{UNINITIALIZED, has_taint};
 

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
 use wasm_ccm_cloud::address::canonical_ip as canonical;
 
 use super::ownership;
-use crate::config::Settings;
+use crate::framework::config::Settings;
 
 /// An ingress address a provider answered that is not published.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -20,12 +20,12 @@ use super::node_changes::NodeChanges;
 use super::policy::LoadBalancerPolicy;
 use super::rules::PROVIDER_ANNOTATION;
 use super::{ServiceController, ServiceKey, ServiceTriggers};
-use crate::config::ControllerName;
-use crate::context::Context;
-use crate::driver::{Controller, Watcher};
+use crate::framework::config::ControllerName;
+use crate::framework::context::Context;
+use crate::framework::driver::{Controller, Watcher};
+use crate::framework::runner::Stopped;
 use crate::members::{Member, Members};
 use crate::nodes::NodeCache;
-use crate::runner::Stopped;
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::informer::Change;
 

@@ -13,7 +13,7 @@ use wasm_ccm_cloud::NodeSnapshot;
 
 use super::ServiceKey;
 use super::rules::sync_digest;
-use crate::locks::KeyLocks;
+use crate::framework::locks::KeyLocks;
 
 /// One Service's memory.
 #[derive(Debug, Default)]

@@ -33,9 +33,9 @@ use self::node_sync::NodeSync;
 use self::policy::{LoadBalancerPolicy, SharedPolicy};
 use self::rules::update_event;
 use self::sync::ServiceSync;
-use crate::context::Context;
-use crate::runner::{All, Runner, Stopped, stopping_all_on_failure};
-use crate::workqueue::WorkQueue;
+use crate::framework::context::Context;
+use crate::framework::runner::{All, Runner, Stopped, stopping_all_on_failure};
+use crate::framework::workqueue::WorkQueue;
 use wasm_ccm_kube::informer::Change;
 
 /// A Service's key.

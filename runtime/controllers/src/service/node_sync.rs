@@ -17,11 +17,11 @@ use super::ServiceKey;
 use super::burst::Burst;
 use super::claim::Claim;
 use super::memory::Memory;
-use crate::context::Context;
-use crate::error::Error;
+use crate::framework::context::Context;
+use crate::framework::error::Error;
+use crate::framework::runner::{Action, All, Reconcile, Retry};
+use crate::framework::workqueue::WorkQueue;
 use crate::nodes::names;
-use crate::runner::{Action, All, Reconcile, Retry};
-use crate::workqueue::WorkQueue;
 
 /// Node names listed in an event, as upstream.
 const NAMES_IN_EVENTS: usize = 20;
@@ -159,7 +159,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
-    use crate::metrics::Metrics;
+    use crate::framework::metrics::Metrics;
     use crate::service::burst::QUIET;
     use crate::service::policy::SharedPolicy;
     use crate::service::sync::ServiceSync;

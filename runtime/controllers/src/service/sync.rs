@@ -23,10 +23,10 @@ use super::memory::Memory;
 use super::policy::SharedPolicy;
 use super::rules::{has_finalizer, same_ingress};
 use super::{ingress, ownership};
-use crate::context::Context;
-use crate::error::Error;
-use crate::runner::{Action, Reconcile, Retry};
-use crate::workqueue::Backoff;
+use crate::framework::context::Context;
+use crate::framework::error::Error;
+use crate::framework::runner::{Action, Reconcile, Retry};
+use crate::framework::workqueue::Backoff;
 
 /// Syncs one Service at a time per key.
 pub(super) struct ServiceSync<C> {

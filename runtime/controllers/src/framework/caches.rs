@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ControllerName, Settings};
-use crate::driver::Watcher;
+use super::config::{ControllerName, Settings};
+use super::driver::Watcher;
 use crate::nodes::NodeCache;
 use wasm_ccm_kube::informer::{Change, Subscriptions, Trim, informer};
 

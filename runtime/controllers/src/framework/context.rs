@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use kube::Client;
 
-use crate::config::Settings;
-use crate::metrics::Metrics;
+use super::config::Settings;
+use super::metrics::Metrics;
 use crate::nodes::NodeCache;
 use wasm_ccm_kube::events::Events;
 

@@ -1,6 +1,6 @@
 //! What a controller is to the manager: what it hears of the cluster's
 //! changes ([`Watcher`]) and how it runs ([`Controller`]). The manager
-//! starts the watches the controllers read ([`Caches`](crate::caches::Caches)),
+//! starts the watches the controllers read ([`Caches`](super::caches::Caches)),
 //! hands every change to each controller that hears it, and runs them all
 //! once the caches are synced, the same way for every controller. Each
 //! controller's periodic work (resync, refresh, monitoring) is its
@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ControllerName;
-use crate::runner::Stopped;
+use super::config::ControllerName;
+use super::runner::Stopped;
 use wasm_ccm_kube::informer::Change;
 
 /// What a controller hears of the shared watches: every change, after the
