@@ -16,7 +16,7 @@ pub use wasm_ccm_cloud::testing::TestCloud;
 use crate::framework::config::Settings;
 use crate::framework::context::Context;
 use crate::framework::metrics::Metrics;
-use crate::nodes::NodeCache;
+use crate::nodes::cache::NodeCache;
 use crate::serves::Serves;
 use crate::service::claim::{Claim, Roster};
 use crate::service::ownership::{OWNER_CONDITION, claim_patch};

@@ -15,11 +15,9 @@
 //! reconcile them with the controller's context (the client, the cloud, the
 //! node cache, events, metrics, settings) under one error policy.
 
-mod batches;
 #[cfg(test)]
 mod fixtures;
 pub mod framework;
-mod instances;
 mod lifecycle;
 mod manager;
 mod members;
@@ -28,7 +26,6 @@ mod nodes;
 mod route;
 mod serves;
 mod service;
-mod taints;
 
 pub use framework::caches::Caches;
 pub use framework::config::{ControllerName, Settings, enabled_controllers, names_route};
@@ -37,8 +34,8 @@ pub use framework::leader::{LeaderElectionConfig, LeaderElector, LeaderError};
 pub use framework::metrics::Metrics;
 pub use manager::{ControllerManager, ManagerError, Readiness, RunPlan};
 pub use members::{Member, Members};
+pub use nodes::taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};
 pub use serves::Serves;
 pub use service::ingress::{IngressRanges, InvalidIngressRange};
 pub use service::ownership;
 pub use service::policy::{InvalidMaxIngress, LoadBalancerPolicy, max_ingress};
-pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

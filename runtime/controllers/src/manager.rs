@@ -28,7 +28,7 @@ use crate::framework::runner::Stopped;
 use crate::lifecycle::NodeLifecycleController;
 use crate::members::{Member, Members};
 use crate::node::CloudNodeController;
-use crate::nodes::NodeCache;
+use crate::nodes::cache::NodeCache;
 use crate::route::RouteController;
 use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;

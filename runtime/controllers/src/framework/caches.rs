@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{ControllerName, Settings};
 use super::driver::Watcher;
-use crate::nodes::NodeCache;
+use crate::nodes::cache::NodeCache;
 use wasm_ccm_kube::informer::{Change, Subscriptions, Trim, informer};
 
 /// A watch's cache, its changes, and whether a controller asked for it.

@@ -6,7 +6,7 @@ use kube::Client;
 
 use super::config::Settings;
 use super::metrics::Metrics;
-use crate::nodes::NodeCache;
+use crate::nodes::cache::NodeCache;
 use wasm_ccm_kube::events::Events;
 
 /// A controller's view of the cluster and the cloud; clones share it.

@@ -31,7 +31,7 @@ use crate::framework::context::Context;
 use crate::framework::driver::Controller;
 use crate::framework::error::Error;
 use crate::framework::runner::Stopped;
-use crate::taints::{SHUTDOWN, has_taint, is_ready, taints};
+use crate::nodes::taints::{SHUTDOWN, has_taint, is_ready, taints};
 
 const NAME: &str = "cloud-node-lifecycle";
 

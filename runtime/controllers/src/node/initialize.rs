@@ -19,8 +19,8 @@ use crate::framework::context::Context;
 use crate::framework::error::Error;
 use crate::framework::runner::{Action, Reconcile, Retry};
 use crate::framework::workqueue::Backoff;
-use crate::instances;
-use crate::taints::{UNINITIALIZED, has_taint, taints};
+use crate::nodes::instances;
+use crate::nodes::taints::{UNINITIALIZED, has_taint, taints};
 
 /// Writes of a node's spec tried again after a conflict, without asking the
 /// cloud again.

@@ -25,7 +25,7 @@ use crate::framework::context::Context;
 use crate::framework::driver::{Controller, Watcher};
 use crate::framework::runner::Stopped;
 use crate::members::{Member, Members};
-use crate::nodes::NodeCache;
+use crate::nodes::cache::NodeCache;
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::informer::Change;
 

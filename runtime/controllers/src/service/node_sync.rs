@@ -21,7 +21,7 @@ use crate::framework::context::Context;
 use crate::framework::error::Error;
 use crate::framework::runner::{Action, All, Reconcile, Retry};
 use crate::framework::workqueue::WorkQueue;
-use crate::nodes::names;
+use crate::nodes::cache::names;
 
 /// Node names listed in an event, as upstream.
 const NAMES_IN_EVENTS: usize = 20;
@@ -189,7 +189,7 @@ mod tests {
         let (mut env, memory, _) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
         env.add_node(Node::test("node-b")).await;
-        env.add_node(Node::test("node-c").with_labels(&[(crate::nodes::EXCLUDE_LABEL, "")])).await;
+        env.add_node(Node::test("node-c").with_labels(&[(crate::nodes::cache::EXCLUDE_LABEL, "")])).await;
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         assert_eq!(env.cloud.load_balancer("default/web"), Some(vec!["node-a".to_owned(), "node-b".to_owned()]));
         assert_eq!(env.event_reasons(), ["UpdatedLoadBalancer"]);
