@@ -15,13 +15,13 @@
 //! reconcile them with the controller's context (the client, the cloud, the
 //! node cache, events, metrics, settings) under one error policy.
 
+mod cloud_node;
 #[cfg(test)]
 mod fixtures;
 pub mod framework;
 mod lifecycle;
 mod manager;
 mod members;
-mod node;
 mod nodes;
 mod route;
 mod serves;

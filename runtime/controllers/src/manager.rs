@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
+use crate::cloud_node::CloudNodeController;
 use crate::framework::caches::Caches;
 use crate::framework::config::{ControllerName, Settings};
 use crate::framework::context::Context;
@@ -27,7 +28,6 @@ use crate::framework::metrics::Metrics;
 use crate::framework::runner::Stopped;
 use crate::lifecycle::NodeLifecycleController;
 use crate::members::{Member, Members};
-use crate::node::CloudNodeController;
 use crate::nodes::cache::NodeCache;
 use crate::route::RouteController;
 use crate::serves::Serves;

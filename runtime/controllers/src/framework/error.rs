@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wasm_ccm_cloud::ProviderError;
 
-use crate::node::addresses::AddressError;
+use crate::cloud_node::addresses::AddressError;
 use crate::service::ingress::RefusedIngress;
 use wasm_ccm_kube::is_transport_error;
 

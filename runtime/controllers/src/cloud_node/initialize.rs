@@ -190,8 +190,8 @@ mod tests {
     use wasm_ccm_cloud::{Function, Parts, ProviderError};
 
     use super::*;
+    use crate::cloud_node::labels::{REGION, ZONE, ZONE_BETA};
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
-    use crate::node::labels::{REGION, ZONE, ZONE_BETA};
 
     fn addresses(node: &Node) -> Vec<(String, String)> {
         let addresses = node.status.as_ref().and_then(|status| status.addresses.clone()).unwrap_or_default();
