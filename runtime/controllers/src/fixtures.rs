@@ -17,7 +17,7 @@ use crate::framework::config::Settings;
 use crate::framework::context::Context;
 use crate::framework::metrics::Metrics;
 use crate::nodes::cache::NodeCache;
-use crate::serves::Serves;
+use crate::providers::serves::Serves;
 use crate::service::claim::{Claim, Roster};
 use crate::service::ownership::{OWNER_CONDITION, claim_patch};
 use wasm_ccm_kube::events::{Events, Pending, Recorded};

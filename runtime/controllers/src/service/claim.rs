@@ -28,7 +28,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use super::addresses::AddressIndex;
 use super::ownership;
 use super::rules::{PROVIDER_ANNOTATION, has_finalizer};
-use crate::serves::Serves;
+use crate::providers::serves::Serves;
 
 /// The provider `service`'s annotation names.
 pub fn annotation(service: &Service) -> Option<&str> {

@@ -24,8 +24,8 @@ use crate::framework::config::ControllerName;
 use crate::framework::context::Context;
 use crate::framework::driver::{Controller, Watcher};
 use crate::framework::runner::Stopped;
-use crate::members::{Member, Members};
 use crate::nodes::cache::NodeCache;
+use crate::providers::members::{Member, Members};
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::informer::Change;
 
@@ -383,7 +383,7 @@ impl<C: Cloud> Controller for ServiceLanes<C> {
     }
 }
 
-fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::serves::Serves> {
+fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::providers::serves::Serves> {
     members.iter().map(|(name, member)| (name.clone(), member.serves.clone())).collect()
 }
 
@@ -393,7 +393,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{OwnedFixture, ServiceFixture, TestCloud, TestEnv};
-    use crate::serves::Serves;
+    use crate::providers::serves::Serves;
 
     fn member(cloud: &TestCloud, default_load_balancer: bool) -> Member<TestCloud> {
         let serves = Serves { default_load_balancer, ..Serves::default() };

@@ -362,7 +362,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, OwnedFixture, ServiceFixture, TestCloud, TestEnv};
-    use crate::serves::Serves;
+    use crate::providers::serves::Serves;
     use crate::service::ingress::IngressRanges;
     use crate::service::policy::LoadBalancerPolicy;
     use crate::service::rules::PROVIDER_ANNOTATION;

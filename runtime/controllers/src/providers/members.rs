@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::serves::Serves;
+use super::serves::Serves;
 use crate::service::policy::LoadBalancerPolicy;
 
 /// One provider the controllers call, and what it serves.
