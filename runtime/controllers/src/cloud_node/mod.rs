@@ -19,9 +19,10 @@ use wasm_ccm_cloud::Cloud;
 
 use self::initialize::InitializeNode;
 use self::refresh::RefreshNodes;
+use crate::framework::caches::Watcher;
 use crate::framework::config::ControllerName;
 use crate::framework::context::Context;
-use crate::framework::driver::{Controller, Watcher};
+use crate::framework::driver::Controller;
 use crate::framework::runner::{Runner, Stopped, stopping_all_on_failure};
 use crate::framework::workqueue::WorkQueue;
 use wasm_ccm_kube::informer::Change;

@@ -28,9 +28,10 @@ use wasm_ccm_cloud::{Cloud, Route};
 use wasm_ccm_kube::informer::Change;
 
 use self::plan::{WantedRoute, addresses, plan, pod_cidrs};
+use crate::framework::caches::Watcher;
 use crate::framework::config::ControllerName;
 use crate::framework::context::Context;
-use crate::framework::driver::{Controller, Watcher};
+use crate::framework::driver::Controller;
 use crate::framework::error::Error;
 use crate::framework::runner::{Action, Reconcile, Retry, Runner, Stopped};
 use crate::framework::workqueue::WorkQueue;
