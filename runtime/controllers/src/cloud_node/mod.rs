@@ -5,7 +5,7 @@
 //! refreshes the addresses of initialised nodes at start and then
 //! periodically.
 
-pub mod addresses;
+mod addresses;
 mod initialize;
 pub mod labels;
 mod refresh;

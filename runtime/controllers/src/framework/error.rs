@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wasm_ccm_cloud::ProviderError;
 
-use crate::cloud_node::addresses::AddressError;
+use crate::nodes::provided_ips::AddressError;
 use crate::service::ingress::RefusedIngress;
 use wasm_ccm_kube::is_transport_error;
 
