@@ -19,7 +19,8 @@ use kube::runtime::reflector::ObjectRef;
 use wasm_ccm_kube::informer::Change;
 
 use super::ServiceKey;
-use super::ingress::{RefusedIngress, held_addresses};
+use super::ingress::held_addresses;
+use crate::framework::error::RefusedIngress;
 
 /// The index; clones share it.
 #[derive(Debug, Clone, Default)]

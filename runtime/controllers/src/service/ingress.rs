@@ -17,19 +17,7 @@ use wasm_ccm_cloud::address::canonical_ip as canonical;
 
 use super::ownership;
 use crate::framework::config::Settings;
-
-/// An ingress address a provider answered that is not published.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the provider answered {address} as the load balancer's ingress, which is {why}; nothing was published")]
-pub struct RefusedIngress {
-    /// The address or host name, as the provider wrote it.
-    pub address: String,
-    /// Why it is refused.
-    pub why: String,
-    /// Another provider's Service publishes the address and keeps it: a
-    /// Service publishing it too lets it go.
-    pub kept_by_another: bool,
-}
+use crate::framework::error::RefusedIngress;
 
 /// Where one provider's ingress answers must fall, set by the operator:
 /// networks for IP addresses, names for host names. Empty, it narrows

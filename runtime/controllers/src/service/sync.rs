@@ -24,7 +24,7 @@ use super::policy::SharedPolicy;
 use super::rules::{has_finalizer, same_ingress};
 use super::{ingress, ownership};
 use crate::framework::context::Context;
-use crate::framework::error::Error;
+use crate::framework::error::{Error, RefusedIngress};
 use crate::framework::runner::{Action, Reconcile, Retry};
 use crate::framework::workqueue::Backoff;
 
@@ -194,7 +194,7 @@ impl<C: Cloud> ServiceSync<C> {
         key: &ServiceKey,
         service: &Service,
         status: &LoadBalancerStatus,
-    ) -> Result<Reservation, ingress::RefusedIngress> {
+    ) -> Result<Reservation, RefusedIngress> {
         let pod_networks = self.ctx.nodes.pod_networks();
         let networks = ingress::ClusterNetworks { settings: &self.ctx.settings, pod_networks: &pod_networks };
         let refused = self
