@@ -29,10 +29,10 @@ use crate::framework::runner::Stopped;
 use crate::lifecycle::NodeLifecycleController;
 use crate::nodes::cache::NodeCache;
 use crate::providers::members::{Member, Members};
+use crate::providers::policy::LoadBalancerPolicy;
 use crate::providers::serves::Serves;
 use crate::route::RouteController;
 use crate::service::lanes::ServiceLanes;
-use crate::service::policy::LoadBalancerPolicy;
 use wasm_ccm_kube::client::{ClientError, Clients};
 use wasm_ccm_kube::events::Events;
 

@@ -17,7 +17,6 @@ use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, Roster};
 use super::node_changes::NodeChanges;
-use super::policy::LoadBalancerPolicy;
 use super::rules::PROVIDER_ANNOTATION;
 use super::{ServiceController, ServiceKey, ServiceTriggers};
 use crate::framework::caches::Watcher;
@@ -27,6 +26,7 @@ use crate::framework::driver::Controller;
 use crate::framework::runner::Stopped;
 use crate::nodes::cache::NodeCache;
 use crate::providers::members::{Member, Members};
+use crate::providers::policy::LoadBalancerPolicy;
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::informer::Change;
 

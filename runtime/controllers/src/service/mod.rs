@@ -12,7 +12,6 @@ mod memory;
 pub(crate) mod node_changes;
 mod node_sync;
 pub mod ownership;
-pub mod policy;
 pub mod rules;
 mod sync;
 
@@ -30,12 +29,12 @@ use self::burst::{Burst, QUIET};
 use self::claim::{Claim, Decision, annotation};
 use self::memory::Memory;
 use self::node_sync::NodeSync;
-use self::policy::{LoadBalancerPolicy, SharedPolicy};
 use self::rules::update_event;
 use self::sync::ServiceSync;
 use crate::framework::context::Context;
 use crate::framework::runner::{All, Runner, Stopped, stopping_all_on_failure};
 use crate::framework::workqueue::WorkQueue;
+use crate::providers::policy::{LoadBalancerPolicy, SharedPolicy};
 use wasm_ccm_kube::informer::Change;
 
 /// A Service's key.

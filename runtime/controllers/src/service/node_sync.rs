@@ -160,8 +160,8 @@ mod tests {
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
     use crate::framework::metrics::Metrics;
+    use crate::providers::policy::SharedPolicy;
     use crate::service::burst::QUIET;
-    use crate::service::policy::SharedPolicy;
     use crate::service::sync::ServiceSync;
 
     /// A Service whose load balancer was ensured on node-a alone.

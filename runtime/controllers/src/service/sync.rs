@@ -20,13 +20,13 @@ use super::ServiceKey;
 use super::addresses::Reservation;
 use super::claim::{Claim, Decision, annotation};
 use super::memory::Memory;
-use super::policy::SharedPolicy;
 use super::rules::{has_finalizer, same_ingress};
 use super::{ingress, ownership};
 use crate::framework::context::Context;
 use crate::framework::error::{Error, RefusedIngress};
 use crate::framework::runner::{Action, Reconcile, Retry};
 use crate::framework::workqueue::Backoff;
+use crate::providers::policy::SharedPolicy;
 
 /// Syncs one Service at a time per key.
 pub(super) struct ServiceSync<C> {
@@ -362,9 +362,9 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, OwnedFixture, ServiceFixture, TestCloud, TestEnv};
+    use crate::providers::ingress_ranges::IngressRanges;
+    use crate::providers::policy::LoadBalancerPolicy;
     use crate::providers::serves::Serves;
-    use crate::service::ingress::IngressRanges;
-    use crate::service::policy::LoadBalancerPolicy;
     use crate::service::rules::PROVIDER_ANNOTATION;
 
     fn ingress(service: &Service) -> Option<String> {
