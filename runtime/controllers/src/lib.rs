@@ -14,6 +14,13 @@
 //! triggers queue keys, and a [`runner`](framework::runner) whose workers
 //! reconcile them with the controller's context (the client, the cloud, the
 //! node cache, events, metrics, settings) under one error policy.
+//!
+//! The modules are layers, from the lowest, each using only those before
+//! it: what the controllers share about nodes (`nodes`) and the providers
+//! the manager calls with what each serves (`providers`); the
+//! [`framework`] every controller runs on; the controllers, a module each
+//! (`service`, `cloud_node`, `lifecycle`, `route`), none using another; and
+//! the manager that runs them.
 
 mod cloud_node;
 #[cfg(test)]
