@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, Roster};
+use super::key::ServiceKey;
 use super::node_changes::NodeChanges;
 use super::rules::PROVIDER_ANNOTATION;
-use super::{ServiceController, ServiceKey, ServiceTriggers};
+use super::{ServiceController, ServiceTriggers};
 use crate::framework::caches::Watcher;
 use crate::framework::config::ControllerName;
 use crate::framework::context::Context;

@@ -11,7 +11,7 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 use wasm_ccm_cloud::NodeSnapshot;
 
-use super::ServiceKey;
+use super::key::ServiceKey;
 use super::rules::sync_digest;
 use crate::framework::locks::KeyLocks;
 

@@ -7,6 +7,7 @@ pub mod addresses;
 mod burst;
 pub mod claim;
 pub mod ingress;
+mod key;
 pub(crate) mod lanes;
 mod memory;
 pub(crate) mod node_changes;
@@ -27,6 +28,7 @@ use wasm_ccm_cloud::Cloud;
 
 use self::burst::{Burst, QUIET};
 use self::claim::{Claim, Decision, annotation};
+use self::key::ServiceKey;
 use self::memory::Memory;
 use self::node_sync::NodeSync;
 use self::rules::update_event;
@@ -36,9 +38,6 @@ use crate::framework::runner::{All, Runner, Stopped, stopping_all_on_failure};
 use crate::framework::workqueue::WorkQueue;
 use crate::providers::policy::{LoadBalancerPolicy, SharedPolicy};
 use wasm_ccm_kube::informer::Change;
-
-/// A Service's key.
-pub type ServiceKey = ObjectRef<Service>;
 
 /// The service controller: the Service sync and the node sync, and what
 /// feeds them.

@@ -13,9 +13,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot, ProviderError};
 
-use super::ServiceKey;
 use super::burst::Burst;
 use super::claim::Claim;
+use super::key::ServiceKey;
 use super::memory::Memory;
 use crate::framework::context::Context;
 use crate::framework::error::Error;

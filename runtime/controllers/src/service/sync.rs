@@ -16,9 +16,9 @@ use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_kube::writes;
 
-use super::ServiceKey;
 use super::addresses::Reservation;
 use super::claim::{Claim, Decision, annotation};
+use super::key::ServiceKey;
 use super::memory::Memory;
 use super::rules::{has_finalizer, same_ingress};
 use super::{ingress, ownership};
