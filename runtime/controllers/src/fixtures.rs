@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 use wasm_ccm_apiserver::ApiServer;
 pub use wasm_ccm_cloud::testing::TestCloud;
 
-use crate::config::Settings;
-use crate::context::Context;
-use crate::metrics::Metrics;
-use crate::nodes::NodeCache;
-use crate::serves::Serves;
+use crate::framework::config::Settings;
+use crate::framework::context::Context;
+use crate::framework::metrics::Metrics;
+use crate::nodes::cache::NodeCache;
+use crate::providers::serves::Serves;
 use crate::service::claim::{Claim, Roster};
 use crate::service::ownership::{OWNER_CONDITION, claim_patch};
 use wasm_ccm_kube::events::{Events, Pending, Recorded};

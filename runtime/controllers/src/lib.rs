@@ -11,43 +11,37 @@
 //!
 //! [`ControllerManager`] runs those enabled on one watch per kind of object.
 //! Every controller has one shape: a watcher of those watches whose
-//! triggers queue keys, and a [`runner`] whose workers reconcile them with
-//! the controller's context (the client, the cloud, the node cache, events,
-//! metrics, settings) under one error policy.
+//! triggers queue keys, and a [`runner`](framework::runner) whose workers
+//! reconcile them with the controller's context (the client, the cloud, the
+//! node cache, events, metrics, settings) under one error policy.
+//!
+//! The modules are layers, from the lowest, each using only those before
+//! it: what the controllers share about nodes (`nodes`) and the providers
+//! the manager calls with what each serves (`providers`); the
+//! [`framework`] every controller runs on; the controllers, a module each
+//! (`service`, `cloud_node`, `lifecycle`, `route`), none using another; and
+//! the manager that runs them.
 
-mod batches;
-mod caches;
-pub mod config;
-mod context;
-mod driver;
-mod error;
+mod cloud_node;
 #[cfg(test)]
 mod fixtures;
-mod instances;
-pub mod leader;
+pub mod framework;
 mod lifecycle;
-mod locks;
 mod manager;
-mod members;
-pub mod metrics;
-mod node;
 mod nodes;
+mod providers;
 mod route;
-pub mod runner;
-mod serves;
 mod service;
-mod taints;
-mod workqueue;
 
-pub use caches::Caches;
-pub use config::{ControllerName, Settings, enabled_controllers, names_route};
-pub use error::Error;
-pub use leader::{LeaderElectionConfig, LeaderElector, LeaderError};
-pub use manager::{ControllerManager, ManagerError, Plan, Readiness};
-pub use members::{Member, Members};
-pub use metrics::Metrics;
-pub use serves::Serves;
-pub use service::ingress::{IngressRanges, InvalidIngressRange};
+pub use framework::caches::Caches;
+pub use framework::config::{ControllerName, Settings, enabled_controllers, names_route};
+pub use framework::error::Error;
+pub use framework::leader::{LeaderElectionConfig, LeaderElector, LeaderError};
+pub use framework::metrics::Metrics;
+pub use manager::{ControllerManager, ManagerError, Readiness, RunPlan};
+pub use nodes::taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};
+pub use providers::ingress_ranges::{IngressRanges, InvalidIngressRange};
+pub use providers::members::{Member, Members};
+pub use providers::policy::{InvalidMaxIngress, LoadBalancerPolicy, max_ingress};
+pub use providers::serves::Serves;
 pub use service::ownership;
-pub use service::policy::{InvalidMaxIngress, LoadBalancerPolicy, max_ingress};
-pub use taints::{SHUTDOWN as SHUTDOWN_TAINT, UNINITIALIZED as UNINITIALIZED_TAINT};

@@ -1,5 +1,5 @@
 //! Runs the enabled controllers alike: each is made as a
-//! [`Controller`](crate::driver::Controller) on the shared caches, hears
+//! [`Controller`](crate::framework::driver::Controller) on the shared caches, hears
 //! their changes once they are synced, and runs until the manager stops. A
 //! controller that stops on its own stops them all with an error, as
 //! upstream's process crashes.
@@ -19,20 +19,20 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
-use crate::caches::Caches;
-use crate::config::{ControllerName, Settings};
-use crate::context::Context;
-use crate::driver::Described;
+use crate::cloud_node::CloudNodeController;
+use crate::framework::caches::Caches;
+use crate::framework::config::{ControllerName, Settings};
+use crate::framework::context::Context;
+use crate::framework::driver::Described;
+use crate::framework::metrics::Metrics;
+use crate::framework::runner::Stopped;
 use crate::lifecycle::NodeLifecycleController;
-use crate::members::{Member, Members};
-use crate::metrics::Metrics;
-use crate::node::CloudNodeController;
-use crate::nodes::NodeCache;
+use crate::nodes::cache::NodeCache;
+use crate::providers::members::{Member, Members};
+use crate::providers::policy::LoadBalancerPolicy;
+use crate::providers::serves::Serves;
 use crate::route::RouteController;
-use crate::runner::Stopped;
-use crate::serves::Serves;
 use crate::service::lanes::ServiceLanes;
-use crate::service::policy::LoadBalancerPolicy;
 use wasm_ccm_kube::client::{ClientError, Clients};
 use wasm_ccm_kube::events::Events;
 
@@ -71,9 +71,10 @@ impl Readiness {
     }
 }
 
-/// Which controllers run.
+/// Which of the enabled controllers the manager runs, and why it skips the
+/// others.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Plan {
+pub struct RunPlan {
     /// Those that run.
     pub active: Vec<ControllerName>,
     /// Those enabled that do not run, with why.
@@ -151,7 +152,7 @@ impl<C: Cloud> ControllerManager<C> {
     /// # Errors
     /// When an enabled controller lacks a setting it needs, or has a bad
     /// one.
-    pub fn plan(&self) -> Result<Plan, ManagerError> {
+    pub fn plan(&self) -> Result<RunPlan, ManagerError> {
         let load_balancers = self
             .providers
             .borrow()
@@ -159,7 +160,7 @@ impl<C: Cloud> ControllerManager<C> {
             .any(|member| member.serves.load_balancers() && member.cloud.info().parts.load_balancer);
         let nodes = self.serving(|serves| serves.nodes).map(|(_, cloud)| cloud.info().parts);
         let routes = self.serving(|serves| serves.routes).map(|(_, cloud)| cloud.info().parts);
-        let mut plan = Plan::default();
+        let mut plan = RunPlan::default();
         for controller in self.settings.controllers.iter().copied() {
             let supported = match controller {
                 ControllerName::Service => Some(load_balancers),
@@ -256,7 +257,7 @@ impl<C: Cloud> ControllerManager<C> {
     /// # Errors
     /// When the controllers cannot start, or one stopped on its own.
     pub async fn run(mut self, stop: CancellationToken, readiness: Readiness) -> Result<(), ManagerError> {
-        let Plan { active, skipped } = self.plan()?;
+        let RunPlan { active, skipped } = self.plan()?;
         for (controller, reason) in skipped {
             tracing::info!(controller = %controller, "not starting the controller: {reason}");
         }

@@ -23,7 +23,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_controllers::Metrics;
-use wasm_ccm_controllers::runner::{self, Reconcile, Retry, Runner};
+use wasm_ccm_controllers::framework::runner::{self, Reconcile, Retry, Runner};
 
 const OBJECTS: usize = 20_000;
 const CONCURRENCY: usize = 20;

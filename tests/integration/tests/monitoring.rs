@@ -225,7 +225,7 @@ async fn scrape_a_running_wasm_ccm() -> Exported {
 
 /// The files registering wasm-ccm's metrics.
 const SOURCES: &[&str] = &[
-    "runtime/controllers/src/metrics.rs",
+    "runtime/controllers/src/framework/metrics.rs",
     "runtime/host/src/metrics.rs",
     "runtime/reload/src/metrics.rs",
     "runtime/cli/src/run/process.rs",

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use clap::ArgAction;
-use wasm_ccm_controllers::{LeaderElectionConfig, leader::default_identity};
+use wasm_ccm_controllers::LeaderElectionConfig;
+use wasm_ccm_controllers::framework::leader::default_identity;
 
 /// `--leader-elect*` flags, with upstream's names and defaults.
 #[derive(Debug, Clone, clap::Args)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use wasm_ccm_cloud::{BatchAnswers, Cloud, InstanceState, NodeSet, ProviderError};
 
-use crate::batches::{in_batches, one_at_a_time};
-use crate::instances;
+use crate::nodes::batches::{in_batches, one_at_a_time};
+use crate::nodes::instances;
 
 /// What the lifecycle asks of a node, by upstream's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,12 +26,12 @@ use wasm_ccm_cloud::{Cloud, ProviderError};
 
 use self::ask::{Answer, Question, ask};
 use self::backoff::PassBackoff;
-use crate::config::ControllerName;
-use crate::context::Context;
-use crate::driver::Controller;
-use crate::error::Error;
-use crate::runner::Stopped;
-use crate::taints::{SHUTDOWN, has_taint, is_ready, taints};
+use crate::framework::config::ControllerName;
+use crate::framework::context::Context;
+use crate::framework::driver::Controller;
+use crate::framework::error::Error;
+use crate::framework::runner::Stopped;
+use crate::nodes::taints::{SHUTDOWN, has_taint, is_ready, taints};
 
 const NAME: &str = "cloud-node-lifecycle";
 

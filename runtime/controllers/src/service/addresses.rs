@@ -18,8 +18,9 @@ use k8s_openapi::api::core::v1::Service;
 use kube::runtime::reflector::ObjectRef;
 use wasm_ccm_kube::informer::Change;
 
-use super::ServiceKey;
-use super::ingress::{RefusedIngress, held_addresses};
+use super::ingress::held_addresses;
+use super::key::ServiceKey;
+use crate::framework::error::RefusedIngress;
 
 /// The index; clones share it.
 #[derive(Debug, Clone, Default)]

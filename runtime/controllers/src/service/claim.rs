@@ -28,7 +28,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use super::addresses::AddressIndex;
 use super::ownership;
 use super::rules::{PROVIDER_ANNOTATION, has_finalizer};
-use crate::serves::Serves;
+use crate::providers::serves::Serves;
 
 /// The provider `service`'s annotation names.
 pub fn annotation(service: &Service) -> Option<&str> {
@@ -79,7 +79,9 @@ impl Roster {
     /// The provider serving load balancers of `class` (`None`: no class),
     /// in whichever namespaces.
     pub fn serving(&self, class: Option<&str>) -> Option<Arc<str>> {
-        self.read(|providers| providers.iter().find(|(_, serves)| serves.class(class)).map(|(name, _)| name.clone()))
+        self.read(|providers| {
+            providers.iter().find(|(_, serves)| serves.serves_class(class)).map(|(name, _)| name.clone())
+        })
     }
 
     /// The provider serving `service`'s class, and whether it serves its
@@ -90,7 +92,7 @@ impl Roster {
         let labels = namespace.as_ref().and_then(|namespace| namespace.metadata.labels.as_ref());
         self.read(|providers| {
             let (name, serves) =
-                providers.iter().find(|(_, serves)| serves.class(spec.load_balancer_class.as_deref()))?;
+                providers.iter().find(|(_, serves)| serves.serves_class(spec.load_balancer_class.as_deref()))?;
             Some((name.clone(), serves.namespace(labels)))
         })
     }

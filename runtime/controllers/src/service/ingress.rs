@@ -9,129 +9,15 @@
 //! own [`IngressRanges`].
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::str::FromStr;
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Service};
 use wasm_ccm_cloud::address::canonical_ip as canonical;
 
 use super::ownership;
-use crate::config::Settings;
-
-/// An ingress address a provider answered that is not published.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the provider answered {address} as the load balancer's ingress, which is {why}; nothing was published")]
-pub struct RefusedIngress {
-    /// The address or host name, as the provider wrote it.
-    pub address: String,
-    /// Why it is refused.
-    pub why: String,
-    /// Another provider's Service publishes the address and keeps it: a
-    /// Service publishing it too lets it go.
-    pub kept_by_another: bool,
-}
-
-/// Where one provider's ingress answers must fall, set by the operator:
-/// networks for IP addresses, names for host names. Empty, it narrows
-/// nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IngressRanges {
-    networks: Vec<IpNet>,
-    names: Vec<NamePattern>,
-}
-
-/// A host name an answer may be: exactly `name`, or any name below a
-/// `*.suffix`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum NamePattern {
-    Exact(String),
-    /// The suffix with its leading dot.
-    Below(String),
-}
-
-impl NamePattern {
-    fn matches(&self, name: &str) -> bool {
-        match self {
-            NamePattern::Exact(exact) => name == exact,
-            NamePattern::Below(suffix) => name.len() > suffix.len() && name.ends_with(suffix.as_str()),
-        }
-    }
-}
-
-/// An entry of [`IngressRanges`] that is neither a network nor a host
-/// name pattern.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid ingress range {entry:?}: expected a network (203.0.113.0/24, 2001:db8::/32), an IP address, a host \
-     name or *.suffix"
-)]
-pub struct InvalidIngressRange {
-    /// The entry.
-    pub entry: String,
-}
-
-impl FromStr for NamePattern {
-    type Err = ();
-
-    fn from_str(entry: &str) -> Result<Self, ()> {
-        let name = entry.trim_end_matches('.').to_ascii_lowercase();
-        let (pattern, checked) = match name.strip_prefix("*.") {
-            Some(suffix) => (NamePattern::Below(format!(".{suffix}")), suffix),
-            None => (NamePattern::Exact(name.clone()), name.as_str()),
-        };
-        let label_ok = |label: &str| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        };
-        (checked.len() <= 253 && checked.split('.').all(label_ok)).then_some(pattern).ok_or(())
-    }
-}
-
-impl IngressRanges {
-    /// The ranges of `entries`: networks (`203.0.113.0/24`), IP addresses,
-    /// host names (`lb.example.com`) and name suffixes (`*.example.com`).
-    ///
-    /// # Errors
-    /// The first entry that is none of these.
-    pub fn new<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Result<Self, InvalidIngressRange> {
-        let mut ranges = IngressRanges::default();
-        for entry in entries {
-            let entry = entry.as_ref().trim();
-            if let Ok(network) = entry.parse::<IpNet>() {
-                ranges.networks.push(network.trunc());
-            } else if let Ok(address) = entry.parse::<IpAddr>() {
-                ranges.networks.push(IpNet::from(canonical(address)));
-            } else if let Ok(pattern) = entry.parse::<NamePattern>() {
-                ranges.names.push(pattern);
-            } else {
-                return Err(InvalidIngressRange { entry: entry.to_owned() });
-            }
-        }
-        Ok(ranges)
-    }
-
-    /// Whether the ranges narrow anything.
-    pub fn is_empty(&self) -> bool {
-        self.networks.is_empty() && self.names.is_empty()
-    }
-
-    fn allows_address(&self, address: IpAddr) -> bool {
-        self.is_empty() || self.networks.iter().any(|network| network.contains(&address))
-    }
-
-    fn allows_name(&self, name: &str) -> bool {
-        let name = name.trim_end_matches('.').to_ascii_lowercase();
-        self.is_empty() || self.names.iter().any(|pattern| pattern.matches(&name))
-    }
-}
-
-/// The most entries one answer may hold whatever a provider's policy says:
-/// a load balancer answers an address per IP family, or per zone on some
-/// clouds.
-pub const MAX_INGRESS: usize = 16;
+use crate::framework::config::Settings;
+use crate::framework::error::RefusedIngress;
+use crate::providers::ingress_ranges::IngressRanges;
 
 /// The cluster's networks no load balancer may answer.
 #[derive(Debug, Clone, Copy)]
@@ -323,6 +209,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::ServiceFixture;
+    use crate::providers::policy::MAX_INGRESS;
 
     fn status(ips: &[&str]) -> LoadBalancerStatus {
         let ingress = ips.iter().map(|ip| LoadBalancerIngress { ip: Some((*ip).to_owned()), ..Default::default() });
@@ -453,14 +340,6 @@ mod tests {
         let why = "answered 5 entries as the load balancer's ingress, which is more than the 4 an answer for this Service may hold";
         assert!(refusal.to_string().contains(why), "{refusal}");
         assert_eq!(refused(&status(&ips[..4]), &IngressRanges::default(), 4, networks), None);
-    }
-
-    #[test]
-    fn ranges_name_networks_addresses_names_and_suffixes_only() {
-        for bad in ["*", "*.", "a b", "example.com/24", "10.0.0.0/33", "-a.example.com", "*.*.example.com", ""] {
-            assert_eq!(IngressRanges::new([bad]), Err(InvalidIngressRange { entry: bad.to_owned() }), "{bad}");
-        }
-        assert!(IngressRanges::new(Vec::<String>::new()).unwrap().is_empty());
     }
 
     fn published(name: &str, uid: &str, ips: &[&str]) -> Service {

@@ -16,16 +16,18 @@ use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::Cloud;
 
 use super::claim::{Claim, Roster};
+use super::key::ServiceKey;
 use super::node_changes::NodeChanges;
-use super::policy::LoadBalancerPolicy;
 use super::rules::PROVIDER_ANNOTATION;
-use super::{ServiceController, ServiceKey, ServiceTriggers};
-use crate::config::ControllerName;
-use crate::context::Context;
-use crate::driver::{Controller, Watcher};
-use crate::members::{Member, Members};
-use crate::nodes::NodeCache;
-use crate::runner::Stopped;
+use super::{ServiceController, ServiceTriggers};
+use crate::framework::caches::Watcher;
+use crate::framework::config::ControllerName;
+use crate::framework::context::Context;
+use crate::framework::driver::Controller;
+use crate::framework::runner::Stopped;
+use crate::nodes::cache::NodeCache;
+use crate::providers::members::{Member, Members};
+use crate::providers::policy::LoadBalancerPolicy;
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::informer::Change;
 
@@ -383,7 +385,7 @@ impl<C: Cloud> Controller for ServiceLanes<C> {
     }
 }
 
-fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::serves::Serves> {
+fn roster<C>(members: &Members<C>) -> BTreeMap<Arc<str>, crate::providers::serves::Serves> {
     members.iter().map(|(name, member)| (name.clone(), member.serves.clone())).collect()
 }
 
@@ -393,7 +395,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{OwnedFixture, ServiceFixture, TestCloud, TestEnv};
-    use crate::serves::Serves;
+    use crate::providers::serves::Serves;
 
     fn member(cloud: &TestCloud, default_load_balancer: bool) -> Member<TestCloud> {
         let serves = Serves { default_load_balancer, ..Serves::default() };

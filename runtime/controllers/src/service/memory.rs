@@ -11,9 +11,9 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 use wasm_ccm_cloud::NodeSnapshot;
 
-use super::ServiceKey;
+use super::key::ServiceKey;
 use super::rules::sync_digest;
-use crate::locks::KeyLocks;
+use crate::framework::locks::KeyLocks;
 
 /// One Service's memory.
 #[derive(Debug, Default)]

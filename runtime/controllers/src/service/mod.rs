@@ -7,12 +7,12 @@ pub mod addresses;
 mod burst;
 pub mod claim;
 pub mod ingress;
+mod key;
 pub(crate) mod lanes;
 mod memory;
 pub(crate) mod node_changes;
 mod node_sync;
 pub mod ownership;
-pub mod policy;
 pub mod rules;
 mod sync;
 
@@ -28,18 +28,16 @@ use wasm_ccm_cloud::Cloud;
 
 use self::burst::{Burst, QUIET};
 use self::claim::{Claim, Decision, annotation};
+use self::key::ServiceKey;
 use self::memory::Memory;
 use self::node_sync::NodeSync;
-use self::policy::{LoadBalancerPolicy, SharedPolicy};
 use self::rules::update_event;
 use self::sync::ServiceSync;
-use crate::context::Context;
-use crate::runner::{All, Runner, Stopped, stopping_all_on_failure};
-use crate::workqueue::WorkQueue;
+use crate::framework::context::Context;
+use crate::framework::runner::{All, Runner, Stopped, stopping_all_on_failure};
+use crate::framework::workqueue::WorkQueue;
+use crate::providers::policy::{LoadBalancerPolicy, SharedPolicy};
 use wasm_ccm_kube::informer::Change;
-
-/// A Service's key.
-pub type ServiceKey = ObjectRef<Service>;
 
 /// The service controller: the Service sync and the node sync, and what
 /// feeds them.

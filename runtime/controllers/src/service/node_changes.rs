@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 
-use crate::nodes::is_excluded;
+use crate::nodes::cache::is_excluded;
 use wasm_ccm_kube::informer::Change;
 
 /// What of a node a load balancer's node set depends on between syncs.
@@ -71,7 +71,7 @@ mod tests {
 
     use super::*;
     use crate::fixtures::NodeFixture;
-    use crate::nodes::{AUTOSCALER_TAINT, EXCLUDE_LABEL};
+    use crate::nodes::cache::{AUTOSCALER_TAINT, EXCLUDE_LABEL};
 
     fn applied(node: &Node) -> Change<Node> {
         Change::Applied(Arc::new(node.clone()))

@@ -13,15 +13,15 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use wasm_ccm_cloud::{Cloud, NodeSet, NodeSnapshot, ProviderError};
 
-use super::ServiceKey;
 use super::burst::Burst;
 use super::claim::Claim;
+use super::key::ServiceKey;
 use super::memory::Memory;
-use crate::context::Context;
-use crate::error::Error;
-use crate::nodes::names;
-use crate::runner::{Action, All, Reconcile, Retry};
-use crate::workqueue::WorkQueue;
+use crate::framework::context::Context;
+use crate::framework::error::Error;
+use crate::framework::runner::{Action, All, Reconcile, Retry};
+use crate::framework::workqueue::WorkQueue;
+use crate::nodes::cache::names;
 
 /// Node names listed in an event, as upstream.
 const NAMES_IN_EVENTS: usize = 20;
@@ -159,9 +159,9 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, ServiceFixture, TestCloud, TestEnv};
-    use crate::metrics::Metrics;
+    use crate::framework::metrics::Metrics;
+    use crate::providers::policy::SharedPolicy;
     use crate::service::burst::QUIET;
-    use crate::service::policy::SharedPolicy;
     use crate::service::sync::ServiceSync;
 
     /// A Service whose load balancer was ensured on node-a alone.
@@ -189,7 +189,7 @@ mod tests {
         let (mut env, memory, _) = ensured().await;
         let retries = WorkQueue::new(Metrics::default().queue("service"));
         env.add_node(Node::test("node-b")).await;
-        env.add_node(Node::test("node-c").with_labels(&[(crate::nodes::EXCLUDE_LABEL, "")])).await;
+        env.add_node(Node::test("node-c").with_labels(&[(crate::nodes::cache::EXCLUDE_LABEL, "")])).await;
         node_sync(&env, &memory, &retries).reconcile(&All).await.unwrap();
         assert_eq!(env.cloud.load_balancer("default/web"), Some(vec!["node-a".to_owned(), "node-b".to_owned()]));
         assert_eq!(env.event_reasons(), ["UpdatedLoadBalancer"]);

@@ -16,17 +16,17 @@ use serde_json::json;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 use wasm_ccm_kube::writes;
 
-use super::ServiceKey;
 use super::addresses::Reservation;
 use super::claim::{Claim, Decision, annotation};
+use super::key::ServiceKey;
 use super::memory::Memory;
-use super::policy::SharedPolicy;
 use super::rules::{has_finalizer, same_ingress};
 use super::{ingress, ownership};
-use crate::context::Context;
-use crate::error::Error;
-use crate::runner::{Action, Reconcile, Retry};
-use crate::workqueue::Backoff;
+use crate::framework::context::Context;
+use crate::framework::error::{Error, RefusedIngress};
+use crate::framework::runner::{Action, Reconcile, Retry};
+use crate::framework::workqueue::Backoff;
+use crate::providers::policy::SharedPolicy;
 
 /// Syncs one Service at a time per key.
 pub(super) struct ServiceSync<C> {
@@ -194,7 +194,7 @@ impl<C: Cloud> ServiceSync<C> {
         key: &ServiceKey,
         service: &Service,
         status: &LoadBalancerStatus,
-    ) -> Result<Reservation, ingress::RefusedIngress> {
+    ) -> Result<Reservation, RefusedIngress> {
         let pod_networks = self.ctx.nodes.pod_networks();
         let networks = ingress::ClusterNetworks { settings: &self.ctx.settings, pod_networks: &pod_networks };
         let refused = self
@@ -362,9 +362,9 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{NodeFixture, OwnedFixture, ServiceFixture, TestCloud, TestEnv};
-    use crate::serves::Serves;
-    use crate::service::ingress::IngressRanges;
-    use crate::service::policy::LoadBalancerPolicy;
+    use crate::providers::ingress_ranges::IngressRanges;
+    use crate::providers::policy::LoadBalancerPolicy;
+    use crate::providers::serves::Serves;
     use crate::service::rules::PROVIDER_ANNOTATION;
 
     fn ingress(service: &Service) -> Option<String> {

@@ -12,9 +12,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::error::Error;
-use crate::metrics::Metrics;
-use crate::workqueue::{Backoff, WorkQueue};
+use super::error::Error;
+use super::metrics::Metrics;
+use super::workqueue::{Backoff, WorkQueue};
 
 /// What a reconcile that succeeded asks of the runner for its key, as
 /// kube-runtime's `Action`.

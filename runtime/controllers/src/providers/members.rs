@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::serves::Serves;
-use crate::service::policy::LoadBalancerPolicy;
+use super::policy::LoadBalancerPolicy;
+use super::serves::Serves;
 
 /// One provider the controllers call, and what it serves.
 #[derive(Debug, Clone)]

@@ -1,12 +1,13 @@
 //! Why a reconcile failed: one error for every controller, so that one
-//! policy logs, counts and retries them all.
+//! policy logs, counts and retries them all; among its causes, a cloud's
+//! addresses that cannot be a node's ([`AddressError`]) and an ingress
+//! answer that is not published ([`RefusedIngress`]).
 
 use std::time::Duration;
 
 use wasm_ccm_cloud::ProviderError;
 
-use crate::node::addresses::AddressError;
-use crate::service::ingress::RefusedIngress;
+use crate::nodes::provided_ips::AddressError;
 use wasm_ccm_kube::is_transport_error;
 
 /// Why a reconcile failed. Messages follow upstream's, so that events read
@@ -86,4 +87,17 @@ impl Error {
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.code == 409)
     }
+}
+
+/// An ingress address a provider answered that is not published.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the provider answered {address} as the load balancer's ingress, which is {why}; nothing was published")]
+pub struct RefusedIngress {
+    /// The address or host name, as the provider wrote it.
+    pub address: String,
+    /// Why it is refused.
+    pub why: String,
+    /// Another provider's Service publishes the address and keeps it: a
+    /// Service publishing it too lets it go.
+    pub kept_by_another: bool,
 }

@@ -5,7 +5,7 @@
 //! refreshes the addresses of initialised nodes at start and then
 //! periodically.
 
-pub mod addresses;
+mod addresses;
 mod initialize;
 pub mod labels;
 mod refresh;
@@ -19,11 +19,12 @@ use wasm_ccm_cloud::Cloud;
 
 use self::initialize::InitializeNode;
 use self::refresh::RefreshNodes;
-use crate::config::ControllerName;
-use crate::context::Context;
-use crate::driver::{Controller, Watcher};
-use crate::runner::{Runner, Stopped, stopping_all_on_failure};
-use crate::workqueue::WorkQueue;
+use crate::framework::caches::Watcher;
+use crate::framework::config::ControllerName;
+use crate::framework::context::Context;
+use crate::framework::driver::Controller;
+use crate::framework::runner::{Runner, Stopped, stopping_all_on_failure};
+use crate::framework::workqueue::WorkQueue;
 use wasm_ccm_kube::informer::Change;
 
 /// The cloud node controller: node initialisation and the periodic address

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use kube::Client;
 
-use crate::config::Settings;
-use crate::metrics::Metrics;
-use crate::nodes::NodeCache;
+use super::config::Settings;
+use super::metrics::Metrics;
+use crate::nodes::cache::NodeCache;
 use wasm_ccm_kube::events::Events;
 
 /// A controller's view of the cluster and the cloud; clones share it.

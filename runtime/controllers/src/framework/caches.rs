@@ -17,10 +17,22 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ControllerName, Settings};
-use crate::driver::Watcher;
-use crate::nodes::NodeCache;
+use super::config::{ControllerName, Settings};
+use crate::nodes::cache::NodeCache;
 use wasm_ccm_kube::informer::{Change, Subscriptions, Trim, informer};
+
+/// What a controller hears of the shared watches: every change, after the
+/// cache applied it, in the order they came. From when the caches are
+/// synced: first each cache replayed as it stands, as a list would give it,
+/// then every change after.
+pub(crate) trait Watcher: Send + Sync {
+    /// A node changed.
+    fn node(&self, _change: &Change<Node>) {}
+    /// A Service changed.
+    fn service(&self, _change: &Change<Service>) {}
+    /// A namespace changed.
+    fn namespace(&self, _change: &Change<Namespace>) {}
+}
 
 /// A watch's cache, its changes, and whether a controller asked for it.
 struct Watched<K: kube::Resource<DynamicType = ()> + 'static> {

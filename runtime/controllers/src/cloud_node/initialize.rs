@@ -13,14 +13,15 @@ use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use wasm_ccm_cloud::{Cloud, InstanceMetadata};
 
-use super::addresses::{AddressError, node_addresses, provided_node_ips};
+use super::addresses::node_addresses;
 use super::labels::{cloud_labels, labels_to_reconcile};
-use crate::context::Context;
-use crate::error::Error;
-use crate::instances;
-use crate::runner::{Action, Reconcile, Retry};
-use crate::taints::{UNINITIALIZED, has_taint, taints};
-use crate::workqueue::Backoff;
+use crate::framework::context::Context;
+use crate::framework::error::Error;
+use crate::framework::runner::{Action, Reconcile, Retry};
+use crate::framework::workqueue::Backoff;
+use crate::nodes::instances;
+use crate::nodes::provided_ips::{AddressError, provided_node_ips};
+use crate::nodes::taints::{UNINITIALIZED, has_taint, taints};
 
 /// Writes of a node's spec tried again after a conflict, without asking the
 /// cloud again.
@@ -190,8 +191,9 @@ mod tests {
     use wasm_ccm_cloud::{Function, Parts, ProviderError};
 
     use super::*;
+    use crate::cloud_node::labels::{REGION, ZONE, ZONE_BETA};
     use crate::fixtures::{NodeFixture, TestCloud, TestEnv};
-    use crate::node::labels::{REGION, ZONE, ZONE_BETA};
+    use crate::nodes::provided_ips::PROVIDED_NODE_IP;
 
     fn addresses(node: &Node) -> Vec<(String, String)> {
         let addresses = node.status.as_ref().and_then(|status| status.addresses.clone()).unwrap_or_default();
@@ -271,8 +273,7 @@ mod tests {
     async fn a_provided_node_ip_the_cloud_does_not_know_keeps_the_taint() {
         let mut env = TestEnv::new(TestCloud::default().with_instance("node-a", "i-a", "10.0.0.1")).await;
         let mut node = Node::test("node-a").with_taint(UNINITIALIZED);
-        node.metadata.annotations =
-            Some(BTreeMap::from([(super::super::addresses::PROVIDED_NODE_IP.to_owned(), "10.0.0.9".to_owned())]));
+        node.metadata.annotations = Some(BTreeMap::from([(PROVIDED_NODE_IP.to_owned(), "10.0.0.9".to_owned())]));
         env.add_node(node).await;
         let err = initialize(&env, "node-a").await.unwrap_err();
         assert!(err.to_string().contains("10.0.0.9"), "{err}");
@@ -285,8 +286,7 @@ mod tests {
         cloud.update_instance("node-a", |instance| instance.metadata.node_addresses.clear());
         let mut env = TestEnv::new(cloud).await;
         let mut node = Node::test("node-a").with_taint(UNINITIALIZED).with_addresses(&[("InternalIP", "10.0.0.1")]);
-        node.metadata.annotations =
-            Some(BTreeMap::from([(super::super::addresses::PROVIDED_NODE_IP.to_owned(), "10.0.0.1".to_owned())]));
+        node.metadata.annotations = Some(BTreeMap::from([(PROVIDED_NODE_IP.to_owned(), "10.0.0.1".to_owned())]));
         env.add_node(node).await;
         let err = initialize(&env, "node-a").await.unwrap_err();
         assert!(err.to_string().contains("matches ip: 10.0.0.1"), "{err}");

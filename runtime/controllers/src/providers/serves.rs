@@ -40,7 +40,7 @@ impl Serves {
     }
 
     /// Whether it serves Services of `class` (`None`: no class).
-    pub fn class(&self, class: Option<&str>) -> bool {
+    pub fn serves_class(&self, class: Option<&str>) -> bool {
         match class {
             None => self.default_load_balancer,
             Some(class) => self.load_balancer_classes.contains(class),

@@ -18,12 +18,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use wasm_ccm_cloud::{Cloud, NodeSet, ProviderError};
 
-use super::addresses::{changed, node_addresses, provided_node_ips};
-use crate::batches::{in_batches, one_at_a_time};
-use crate::context::Context;
-use crate::error::Error;
-use crate::instances;
-use crate::taints::{UNINITIALIZED, has_taint};
+use super::addresses::{changed, node_addresses};
+use crate::framework::context::Context;
+use crate::framework::error::Error;
+use crate::nodes::batches::{in_batches, one_at_a_time};
+use crate::nodes::instances;
+use crate::nodes::provided_ips::provided_node_ips;
+use crate::nodes::taints::{UNINITIALIZED, has_taint};
 
 const NAME: &str = "cloud-node-status";
 

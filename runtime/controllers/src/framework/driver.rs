@@ -1,33 +1,20 @@
 //! What a controller is to the manager: what it hears of the cluster's
-//! changes ([`Watcher`]) and how it runs ([`Controller`]). The manager
-//! starts the watches the controllers read ([`Caches`](crate::caches::Caches)),
-//! hands every change to each controller that hears it, and runs them all
-//! once the caches are synced, the same way for every controller. Each
-//! controller's periodic work (resync, refresh, monitoring) is its
-//! runner's: a sweep, or a reconcile that asks to run again.
+//! changes (a [`Watcher`] of the shared watches) and how it runs
+//! ([`Controller`]). The manager starts the watches the controllers read
+//! ([`Caches`](super::caches::Caches)), hands every change to each
+//! controller that hears it, and runs them all once the caches are synced,
+//! the same way for every controller. Each controller's periodic work
+//! (resync, refresh, monitoring) is its runner's: a sweep, or a reconcile
+//! that asks to run again.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ControllerName;
-use crate::runner::Stopped;
-use wasm_ccm_kube::informer::Change;
-
-/// What a controller hears of the shared watches: every change, after the
-/// cache applied it, in the order they came. From when the caches are
-/// synced: first each cache replayed as it stands, as a list would give it,
-/// then every change after.
-pub(crate) trait Watcher: Send + Sync {
-    /// A node changed.
-    fn node(&self, _change: &Change<Node>) {}
-    /// A Service changed.
-    fn service(&self, _change: &Change<Service>) {}
-    /// A namespace changed.
-    fn namespace(&self, _change: &Change<Namespace>) {}
-}
+use super::caches::Watcher;
+use super::config::ControllerName;
+use super::runner::Stopped;
 
 /// A controller the manager runs.
 pub(crate) trait Controller: Send + 'static {

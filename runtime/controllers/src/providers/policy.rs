@@ -8,7 +8,12 @@ use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1::Service;
 
-use super::ingress::{IngressRanges, MAX_INGRESS};
+use super::ingress_ranges::IngressRanges;
+
+/// The most entries one answer may hold whatever a provider's policy says:
+/// a load balancer answers an address per IP family, or per zone on some
+/// clouds.
+pub const MAX_INGRESS: usize = 16;
 
 /// One provider's load balancer policy.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,7 +29,7 @@ use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::Metrics;
+use super::metrics::Metrics;
 use wasm_ccm_kube::events::Events;
 use wasm_ccm_kube::is_transport_error;
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use crate::metrics::QueueMetrics;
+use super::metrics::QueueMetrics;
 
 /// Per-key exponential backoff: `base`, doubled after every failure, up to
 /// `max`; with an `overall` bucket, retries of all keys together are
@@ -309,7 +309,7 @@ async fn sleep_until(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Metrics;
+    use crate::framework::metrics::Metrics;
 
     fn queue() -> WorkQueue<&'static str> {
         WorkQueue::new(Metrics::default().queue("test"))
