@@ -104,10 +104,13 @@ fn table(views: &[ProviderView]) -> String {
         }
         let digest = view.status.digest.strip_prefix("sha256:").unwrap_or(&view.status.digest);
         let limits = &view.limits;
-        let calls = match limits.calls_per_second {
+        let mut calls = match limits.calls_per_second {
             Some(rate) => format!("{} ({rate}/s)", limits.concurrent_calls),
             None => limits.concurrent_calls.to_string(),
         };
+        if limits.kept_instances > 0 {
+            let _ = write!(calls, " ({} kept)", limits.kept_instances);
+        }
         let http = match (limits.http_requests_per_second, limits.http_burst) {
             (Some(rate), Some(burst)) => format!("{rate} (burst {burst})"),
             _ => "-".to_owned(),
@@ -164,6 +167,10 @@ mod tests {
         assert_eq!(row[4], "baseline", "{table}");
         assert!(lines[1].contains("8 (50/s)") && lines[1].contains("10 (burst 20)"), "{table}");
         assert!(lines[1].contains(" 250m "), "{table}");
+        let kept = json.replace(r#""concurrentCalls": 8,"#, r#""concurrentCalls": 8, "keptInstances": 1,"#);
+        let kept: Vec<ProviderView> = serde_json::from_str(&kept).unwrap();
+        let kept = super::table(&kept);
+        assert!(kept.contains("8 (50/s) (1 kept)"), "{kept}");
         assert!(lines[1].contains("2.0 MiB") || lines[1].contains("2.1 MB"), "{table}");
     }
 }

@@ -57,6 +57,7 @@ pub struct LimitsView {
     /// Calls at once.
     pub concurrent_calls: usize,
     /// Instances kept between calls; 0: a fresh one for every call.
+    #[serde(default)]
     pub kept_instances: usize,
     /// Calls started per second, if limited.
     pub calls_per_second: Option<u32>,
