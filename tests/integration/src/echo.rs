@@ -1,5 +1,5 @@
 //! A loopback HTTP server for providers to reach: it answers, echoes (in
-//! several encodings), redirects, sends large bodies, answers with any
+//! several encodings), checks AWS signatures, redirects, sends large bodies, answers with any
 //! status, slowly or encoded, and stalls on request, counts its open
 //! connections and notes when each request arrived.
 
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -87,6 +87,15 @@ async fn authorized(Query(expected): Query<Expected>, headers: HeaderMap) -> &'s
         "yes"
     } else {
         "no"
+    }
+}
+
+/// Whether the request carries a valid AWS Signature Version 4 of
+/// [`sigv4::SECRET_ACCESS_KEY`]: `valid`, or `invalid: ` and why.
+async fn sigv4(method: Method, uri: Uri, headers: HeaderMap) -> String {
+    match crate::sigv4::verify(&method, &uri, &headers, crate::sigv4::SECRET_ACCESS_KEY) {
+        Ok(_) => "valid".to_owned(),
+        Err(why) => format!("invalid: {why}"),
     }
 }
 
@@ -187,6 +196,7 @@ fn router(arrivals: Arrivals) -> Router {
         .route("/hello", get(hello))
         .route("/headers", get(headers))
         .route("/authorized", get(authorized))
+        .route("/sigv4", get(sigv4))
         .route("/encoded", get(encoded))
         .route("/status", get(status))
         .route("/redirect", get(redirect))

@@ -20,6 +20,7 @@ pub mod own_process;
 pub mod process;
 pub mod registry;
 pub mod replicas;
+pub mod sigv4;
 pub mod tools;
 
 use std::path::Path;

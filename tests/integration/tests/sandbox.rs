@@ -492,6 +492,55 @@ async fn a_sealed_credential_serves_its_role_only() {
     assert_still_serves(&handle).await;
 }
 
+/// A vendor SDK signs its own requests: run with placeholder keys in the
+/// guest, its requests to the origin a secret key is sealed for are signed
+/// again by the host with that key, which the guest never holds; elsewhere
+/// they go as the guest signed them; and a placeholder naming the secret
+/// key, which would send it in the clear, is refused.
+#[tokio::test]
+async fn a_request_the_provider_signed_itself_is_signed_again_with_the_sealed_key() {
+    let tls = LoopbackTls::generate("self-signed").unwrap();
+    let (cloud, elsewhere) = (EchoServer::start_tls(&tls).await.unwrap(), EchoServer::start_tls(&tls).await.unwrap());
+    let credentials = Credentials::from_pairs([
+        ("key-id", "AKIDEXAMPLE"),
+        ("secret", wasm_ccm_tests::sigv4::SECRET_ACCESS_KEY),
+        ("token", "session-token-of-the-cloud"),
+    ])
+    .seal([
+        sealed(&format!("secret=aws-sigv4-secret-access-key@{}", cloud.url())),
+        sealed(&format!("token=aws-sigv4-session-token@{}", cloud.url())),
+    ])
+    .unwrap();
+    let handle = hostile_over_tls(&tls, &[&cloud, &elsewhere], credentials).await;
+    let self_signed = async |key_id: &str, token: &str, url: String| {
+        run(&handle, "self-signed", &format!("{key_id} {token} eu-west-1 ec2 {url}")).await
+    };
+    let checked = format!("{}/sigv4", cloud.url());
+    assert_eq!(self_signed("key-id", "token", checked.clone()).await.unwrap(), "status 200 body valid");
+    assert_eq!(self_signed("key-id", "-", checked.clone()).await.unwrap(), "status 200 body valid");
+
+    let own = self_signed("key-id", "-", format!("{}/headers", elsewhere.url())).await.unwrap();
+    assert!(own.contains(&format!("Signature={}", "0".repeat(64))), "sent as the guest signed it: {own}");
+    let resigned = self_signed("key-id", "-", format!("{}/headers", cloud.url())).await.unwrap();
+    assert!(!resigned.contains(&"0".repeat(64)) && resigned.contains("Signature="), "{resigned}");
+
+    for (key_id, token, slot) in
+        [("secret", "-", "aws-sigv4-access-key-id"), ("key-id", "secret", "aws-sigv4-session-token")]
+    {
+        let message = denied(self_signed(key_id, token, checked.clone()).await);
+        assert!(
+            message.contains(&format!("sealed as aws-sigv4-secret-access-key and cannot be used as {slot}")),
+            "{message}"
+        );
+    }
+    let err = run(&handle, "self-signed", &format!("key-id - eu-west-1;x ec2 {checked}")).await.unwrap_err();
+    assert!(
+        matches!(&err, ProviderError::Cloud(message) if message.contains("\"eu-west-1;x\" is not a region or service name")),
+        "{err:?}"
+    );
+    assert_still_serves(&handle).await;
+}
+
 #[tokio::test]
 async fn signature_scopes_are_names() {
     let server = EchoServer::start().await.unwrap();

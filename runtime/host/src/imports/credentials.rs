@@ -339,6 +339,15 @@ impl Credentials {
         self.sealed.contains_key(name)
     }
 
+    /// The names of the credentials sealed in `role` for `url`'s origin.
+    pub(crate) fn sealed_for(&self, role: Role, url: &Url) -> impl Iterator<Item = &str> {
+        let origin = url.origin();
+        self.sealed
+            .iter()
+            .filter(move |(_, sealing)| sealing.role == role && sealing.origins.contains(&origin))
+            .map(|(name, _)| name.as_str())
+    }
+
     /// The values of the sealed credentials, as the host sends them: what
     /// an answer must not carry back to the provider.
     pub(crate) fn sealed_values(&self) -> impl Iterator<Item = String> + '_ {

@@ -281,6 +281,26 @@ impl LoadBalancer for Hostile {
                 });
                 Ok(observed(echoed(&Request::get(url).auth(auth).send()?)))
             }
+            "self-signed" => {
+                // `ACCESS-KEY-ID SESSION-TOKEN|- REGION SERVICE URL`: signed
+                // as an SDK with placeholder keys would, with a signature
+                // the host must not let through where a key is sealed.
+                let parts: Vec<&str> = arg.splitn(5, ' ').collect();
+                let [access_key_id, session_token, region, service, url] = parts[..] else {
+                    return Err(Error::other("self-signed takes five arguments"));
+                };
+                let authorization = format!(
+                    "AWS4-HMAC-SHA256 Credential={access_key_id}/20261128/{region}/{service}/aws4_request, \
+                     SignedHeaders=host;x-amz-date, Signature={}",
+                    "0".repeat(64)
+                );
+                let mut request =
+                    Request::get(url).header("authorization", authorization).header("x-amz-date", "20261128T000000Z");
+                if session_token != "-" {
+                    request = request.header("x-amz-security-token", session_token);
+                }
+                Ok(observed(echoed(&request.send()?)))
+            }
             "log-flood" => {
                 // ARG MiB of NULs as one message and as 100 fields, then a
                 // thousand more lines than a call may write.

@@ -215,6 +215,11 @@ impl Outbound {
             )));
         }
         let mut headers = checked_headers(&request.headers)?;
+        let own_signature = match request.auth {
+            Some(_) => None,
+            None => sigv4::self_signed(&mut headers, credentials, &url).map_err(signing_error)?,
+        };
+        let auth = request.auth.or(own_signature.map(RequestAuth::AwsSigv4));
         if self.scrubber.is_active() {
             // An encoded answer could not be scrubbed.
             headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
@@ -241,7 +246,7 @@ impl Outbound {
             }
             let mut hop_headers = headers.clone();
             // Credentials go only to the origin the provider named.
-            if let Some(auth) = request.auth.as_ref().filter(|_| url.origin() == origin) {
+            if let Some(auth) = auth.as_ref().filter(|_| url.origin() == origin) {
                 authorize(auth, credentials, method, &url, &mut hop_headers, &body)?;
             }
             let sent =
@@ -320,6 +325,15 @@ fn checked_headers(headers: &[(String, String)]) -> Result<HeaderMap, HttpError>
     Ok(map)
 }
 
+/// A request the host could not sign: refused when a credential may not
+/// serve there, invalid otherwise.
+fn signing_error(err: SigningError) -> HttpError {
+    match err {
+        SigningError::Refused(refused) => HttpError::Denied(refused.to_string()),
+        other => HttpError::InvalidRequest(other.to_string()),
+    }
+}
+
 fn authorize(
     auth: &RequestAuth,
     credentials: &Credentials,
@@ -341,12 +355,7 @@ fn authorize(
                 .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
                 .collect();
             let method = reqwest_method(method);
-            sigv4::signature_headers(params, credentials, method.as_str(), url, &signed, body).map_err(
-                |err| match err {
-                    SigningError::Refused(refused) => HttpError::Denied(refused.to_string()),
-                    other => HttpError::InvalidRequest(other.to_string()),
-                },
-            )?
+            sigv4::signature_headers(params, credentials, method.as_str(), url, &signed, body).map_err(signing_error)?
         }
     };
     for (name, value) in added {

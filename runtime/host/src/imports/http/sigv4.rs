@@ -1,11 +1,19 @@
 //! AWS Signature Version 4, computed by the host so that the secret key
 //! never enters the guest: the provider names the credentials, the host
 //! reads and applies them.
+//!
+//! A provider whose SDK signs its own requests (aws-sdk-go-v2 does) runs
+//! with placeholders: its access key ID is the name of the credential
+//! holding the real one, its session token (if any) the name of the one
+//! holding the token, and its secret key anything. When a secret key is
+//! sealed for the request's origin, the host throws that signature away
+//! and signs the request again with the sealed one ([`self_signed`]).
 
 use std::time::SystemTime;
 
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
+use reqwest::header::HeaderMap;
 
 use url::Url;
 
@@ -34,6 +42,65 @@ pub(crate) enum SigningError {
     /// aws-sigv4 refused the request.
     #[error("cannot sign the request: {0}")]
     Sign(String),
+    /// The provider's own signature does not say which key and scope it
+    /// was made for.
+    #[error("the request's own AWS signature cannot be read: {0}")]
+    Unreadable(&'static str),
+    /// More than one secret key is sealed for the origin.
+    #[error("secret access keys {0} are all sealed for this origin: the host cannot tell which signs the request")]
+    Ambiguous(String),
+}
+
+/// The headers of a provider's own signature, which the host's replaces.
+const OWN_SIGNATURE: [&str; 3] = ["authorization", "x-amz-date", "x-amz-security-token"];
+/// How a Signature Version 4 `authorization` header starts.
+const ALGORITHM: &str = "AWS4-HMAC-SHA256 ";
+
+/// What signs again a request the provider signed itself, when a secret
+/// key is sealed for its origin and `headers` carry a Signature Version 4
+/// `authorization`: its access key ID and `x-amz-security-token` name the
+/// credentials, its scope gives the region and service. The provider's
+/// signature headers are removed. `None` leaves the request as it is: no
+/// secret key is sealed there, or it is not signed that way.
+///
+/// # Errors
+/// When the signature cannot be read, or several secret keys are sealed
+/// for the origin.
+pub(crate) fn self_signed(
+    headers: &mut HeaderMap,
+    credentials: &Credentials,
+    url: &Url,
+) -> Result<Option<AwsSigv4>, SigningError> {
+    let sealed: Vec<&str> = credentials.sealed_for(Role::AwsSecretAccessKey, url).collect();
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    let Some(authorization) = header("authorization").and_then(|value| value.strip_prefix(ALGORITHM)) else {
+        return Ok(None);
+    };
+    let secret_access_key = match sealed[..] {
+        [] => return Ok(None),
+        [one] => one.to_owned(),
+        _ => return Err(SigningError::Ambiguous(format!("{sealed:?}"))),
+    };
+    let credential = authorization
+        .split(',')
+        .find_map(|part| part.trim().strip_prefix("Credential="))
+        .ok_or(SigningError::Unreadable("no Credential"))?;
+    // `KEY-ID/DATE/REGION/SERVICE/aws4_request`.
+    let scope: Vec<&str> = credential.split('/').collect();
+    let [access_key_id, _date, region, service, "aws4_request"] = scope[..] else {
+        return Err(SigningError::Unreadable("the Credential is not KEY-ID/DATE/REGION/SERVICE/aws4_request"));
+    };
+    let params = AwsSigv4 {
+        region: scope_part("region", region)?.to_owned(),
+        service: scope_part("service", service)?.to_owned(),
+        access_key_id: access_key_id.to_owned(),
+        secret_access_key,
+        session_token: header("x-amz-security-token").map(str::to_owned),
+    };
+    for own in OWN_SIGNATURE {
+        headers.remove(own);
+    }
+    Ok(Some(params))
 }
 
 /// The headers that sign a request: `authorization`, `x-amz-date` and, with
@@ -166,6 +233,56 @@ mod tests {
         let mut as_token = params(Some("secret"));
         as_token.secret_access_key = "key-id".into();
         assert!(matches!(sign_with(&as_token, &credentials), Err(SigningError::Refused(UseRefused::WrongRole { .. }))));
+    }
+
+    /// Headers as aws-sdk-go-v2 signs a request with the placeholder key
+    /// ID `key-id` and the session token `token`.
+    fn own_signature(credential: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let authorization =
+            format!("{ALGORITHM}Credential={credential}, SignedHeaders=host;x-amz-date, Signature=00ff");
+        headers.insert("authorization", authorization.parse().unwrap());
+        headers.insert("x-amz-date", "20261128T000000Z".parse().unwrap());
+        headers.insert("x-amz-security-token", "token".parse().unwrap());
+        headers.insert("content-type", "application/x-www-form-urlencoded".parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_provider_s_own_signature_is_replaced_where_a_secret_key_is_sealed() {
+        let url = Url::parse("https://ec2.us-east-1.amazonaws.com/").unwrap();
+        let pairs = [("key-id", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI"), ("other", "wJalrXUtnFEMJ")];
+        let seal = |name: &str| format!("{name}=aws-sigv4-secret-access-key@https://ec2.us-east-1.amazonaws.com");
+        let credentials = Credentials::from_pairs(pairs).seal([seal("secret").parse().unwrap()]).unwrap();
+
+        let mut headers = own_signature("key-id/20261128/us-east-1/ec2/aws4_request");
+        let params = self_signed(&mut headers, &credentials, &url).unwrap().expect("signed again");
+        assert_eq!(
+            (&*params.access_key_id, &*params.secret_access_key, params.session_token.as_deref()),
+            ("key-id", "secret", Some("token"))
+        );
+        assert_eq!((&*params.region, &*params.service), ("us-east-1", "ec2"));
+        let left: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
+        assert_eq!(left, ["content-type"], "the provider's signature is gone");
+
+        let elsewhere = Url::parse("https://api.example/").unwrap();
+        let mut headers = own_signature("key-id/20261128/us-east-1/ec2/aws4_request");
+        assert!(self_signed(&mut headers, &credentials, &elsewhere).unwrap().is_none(), "nothing sealed there");
+        assert_eq!(headers.len(), 4, "left as the provider signed it");
+        let mut unsigned = HeaderMap::new();
+        unsigned.insert("authorization", "Bearer abc".parse().unwrap());
+        assert!(self_signed(&mut unsigned, &credentials, &url).unwrap().is_none(), "not signed that way");
+
+        for credential in ["key-id/20261128/us-east-1/ec2", "key-id/20261128/us east/ec2/aws4_request"] {
+            let mut headers = own_signature(credential);
+            let err = self_signed(&mut headers, &credentials, &url).unwrap_err();
+            assert!(matches!(err, SigningError::Unreadable(_) | SigningError::BadScope { .. }), "{credential}: {err}");
+        }
+        let two =
+            Credentials::from_pairs(pairs).seal([seal("secret"), seal("other")].map(|s| s.parse().unwrap())).unwrap();
+        let mut headers = own_signature("key-id/20261128/us-east-1/ec2/aws4_request");
+        let err = self_signed(&mut headers, &two, &url).unwrap_err().to_string();
+        assert!(err.contains("cannot tell which signs"), "{err}");
     }
 
     #[test]
