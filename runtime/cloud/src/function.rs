@@ -2,7 +2,9 @@
 //! to, its name in `wit/`, the Go method of `cloudprovider.Interface` it
 //! mirrors, and the part of a provider that offers it. The host's export
 //! checks, call names, metrics, `provider call` and the conformance kit
-//! all derive from this table, and a test checks it against `wit/`.
+//! all derive from this table; a test checks it against `wit/`, and
+//! another that every place written by hand has each function
+//! (`checklist`).
 
 use std::fmt;
 

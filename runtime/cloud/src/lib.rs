@@ -8,6 +8,8 @@
 //! it, and tests use [`testing::TestCloud`] (feature `testing`).
 
 pub mod address;
+#[cfg(test)]
+mod checklist;
 mod cloud;
 mod error;
 mod function;
