@@ -5,7 +5,9 @@
 // hostile/attack and its argument from hostile/arg; what the probe observed
 // comes back as the status's host name, or as the error. The factory draws
 // a random number the probe born answers, so that a test can tell whether
-// calls start from one initialised instance or initialise each.
+// calls start from one initialised instance or initialise each. The probe
+// aws-signed signs a request with aws-sdk-go-v2's own signer and placeholder
+// keys, as a vendor's provider does, and answers what the server said.
 package main
 
 import (
@@ -16,8 +18,13 @@ import (
 	"io"
 	"iter"
 	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	v1 "github.com/wasm-ccm/wasm-ccm/guest-sdk-go/api/core/v1"
 	"github.com/wasm-ccm/wasm-ccm/guest-sdk-go/cloudprovider"
@@ -92,6 +99,8 @@ func (h hostile) EnsureLoadBalancer(_ context.Context, _ string, service *v1.Ser
 		}
 		connection.Close()
 		return observed("connected to %s", arg), nil
+	case "aws-signed":
+		return awsSigned(arg)
 	case "panic":
 		panic(arg)
 	case "spin":
@@ -101,6 +110,41 @@ func (h hostile) EnsureLoadBalancer(_ context.Context, _ string, service *v1.Ser
 	default:
 		return nil, fmt.Errorf("unknown attack %q", attack)
 	}
+}
+
+// emptyPayload is the SHA-256 of an empty body, which the signer signs.
+const emptyPayload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// awsSigned sends a GET to the URL of "KEY-ID SESSION-TOKEN|- URL", signed
+// by aws-sdk-go-v2 with KEY-ID and a secret key the provider does not have,
+// through Go's default client.
+func awsSigned(arg string) (*v1.LoadBalancerStatus, error) {
+	fields := strings.Fields(arg)
+	if len(fields) != 3 {
+		return nil, fmt.Errorf("aws-signed takes three arguments")
+	}
+	credentials := aws.Credentials{AccessKeyID: fields[0], SecretAccessKey: "placeholder"}
+	if fields[1] != "-" {
+		credentials.SessionToken = fields[1]
+	}
+	request, err := http.NewRequest(http.MethodGet, fields[2], nil)
+	if err != nil {
+		return nil, err
+	}
+	err = v4.NewSigner().SignHTTP(context.Background(), credentials, request, emptyPayload, "ec2", "eu-west-1", time.Now())
+	if err != nil {
+		return nil, err
+	}
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		return nil, err
+	}
+	defer response.Body.Close()
+	body, err := io.ReadAll(response.Body)
+	if err != nil {
+		return nil, err
+	}
+	return observed("status %d body %s", response.StatusCode, body), nil
 }
 
 // describe is every view of nodes in one line.

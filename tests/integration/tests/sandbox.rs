@@ -492,6 +492,21 @@ async fn a_sealed_credential_serves_its_role_only() {
     assert_still_serves(&handle).await;
 }
 
+/// An AWS key ID, secret key and session token, the secret key and token
+/// sealed for `cloud`.
+fn sealed_aws_keys(cloud: &EchoServer) -> Credentials {
+    Credentials::from_pairs([
+        ("key-id", "AKIDEXAMPLE"),
+        ("secret", wasm_ccm_tests::sigv4::SECRET_ACCESS_KEY),
+        ("token", "session-token-of-the-cloud"),
+    ])
+    .seal([
+        sealed(&format!("secret=aws-sigv4-secret-access-key@{}", cloud.url())),
+        sealed(&format!("token=aws-sigv4-session-token@{}", cloud.url())),
+    ])
+    .unwrap()
+}
+
 /// A vendor SDK signs its own requests: run with placeholder keys in the
 /// guest, its requests to the origin a secret key is sealed for are signed
 /// again by the host with that key, which the guest never holds; elsewhere
@@ -501,17 +516,7 @@ async fn a_sealed_credential_serves_its_role_only() {
 async fn a_request_the_provider_signed_itself_is_signed_again_with_the_sealed_key() {
     let tls = LoopbackTls::generate("self-signed").unwrap();
     let (cloud, elsewhere) = (EchoServer::start_tls(&tls).await.unwrap(), EchoServer::start_tls(&tls).await.unwrap());
-    let credentials = Credentials::from_pairs([
-        ("key-id", "AKIDEXAMPLE"),
-        ("secret", wasm_ccm_tests::sigv4::SECRET_ACCESS_KEY),
-        ("token", "session-token-of-the-cloud"),
-    ])
-    .seal([
-        sealed(&format!("secret=aws-sigv4-secret-access-key@{}", cloud.url())),
-        sealed(&format!("token=aws-sigv4-session-token@{}", cloud.url())),
-    ])
-    .unwrap();
-    let handle = hostile_over_tls(&tls, &[&cloud, &elsewhere], credentials).await;
+    let handle = hostile_over_tls(&tls, &[&cloud, &elsewhere], sealed_aws_keys(&cloud)).await;
     let self_signed = async |key_id: &str, token: &str, url: String| {
         run(&handle, "self-signed", &format!("{key_id} {token} eu-west-1 ec2 {url}")).await
     };
@@ -719,6 +724,36 @@ async fn hostile_go(limits: Limits) -> ProviderHandle {
     let mut spec = spec("hostile-go", guest("guest-hostile-go"), b"");
     spec.limits = limits;
     ProviderHandle::new(load(spec).await)
+}
+
+/// A Go provider signing with aws-sdk-go-v2's own signer and placeholder
+/// keys, through Go's default client: its requests reach the cloud signed
+/// with the sealed key, which no answer or error brings back to it.
+#[tokio::test]
+async fn a_go_provider_s_own_aws_signature_is_replaced_with_the_sealed_key_s() {
+    let tls = LoopbackTls::generate("aws-sdk-go").unwrap();
+    let cloud = EchoServer::start_tls(&tls).await.unwrap();
+    let mut spec = spec("hostile-go", guest("guest-hostile-go"), b"");
+    spec.allow_list = allow(&[&cloud.url()]);
+    spec.credentials = sealed_aws_keys(&cloud);
+    spec.trusted_certificates = Some(tls.ca_pem.clone().into_bytes().into());
+    let handle = ProviderHandle::new(load(spec).await);
+    let signed = async |key_id: &str, token: &str, path: &str| {
+        run(&handle, "aws-signed", &format!("{key_id} {token} {}{path}", cloud.url())).await
+    };
+    assert_eq!(signed("key-id", "token", "/sigv4").await.unwrap(), "status 200 body valid");
+    assert_eq!(signed("key-id", "-", "/sigv4").await.unwrap(), "status 200 body valid");
+    let echoed = signed("key-id", "token", "/headers").await.unwrap();
+    assert!(echoed.contains("Credential=AKIDEXAMPLE/") && !echoed.contains("placeholder"), "{echoed}");
+    let refused = signed("secret", "-", "/sigv4").await.unwrap_err();
+    assert!(
+        matches!(&refused, ProviderError::Cloud(message)
+            if message.contains("sealed as aws-sigv4-secret-access-key and cannot be used as aws-sigv4-access-key-id")),
+        "{refused:?}"
+    );
+    for answer in [echoed, format!("{refused:?}")] {
+        assert!(!answer.contains(wasm_ccm_tests::sigv4::SECRET_ACCESS_KEY), "{answer}");
+    }
 }
 
 #[tokio::test]
