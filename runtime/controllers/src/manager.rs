@@ -530,6 +530,52 @@ mod lanes_tests {
         tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();
     }
 
+    /// Without a provider that picks Services by namespace, nothing asks
+    /// for namespaces, so a ClusterRole without them loses nothing; a
+    /// provider that starts picking by namespace has them watched from
+    /// then, and serves what its selector picks once they are listed.
+    #[tokio::test]
+    async fn namespaces_are_watched_from_when_a_provider_picks_services_by_namespace() {
+        let api = ApiServer::start().await.unwrap();
+        let client = api.client().await;
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some("team-a".into()),
+                labels: Some([("tenant".to_owned(), "a".to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await.unwrap();
+        let team_a = Api::<Service>::namespaced(client.clone(), "team-a");
+        team_a.create(&PostParams::default(), &Service::test("web").with_namespace("team-a")).await.unwrap();
+        let classy = Service::test("classy").with_namespace("team-a").with_class("example.com/a");
+        team_a.create(&PostParams::default(), &classy).await.unwrap();
+        let a = TestCloud::default();
+        let by_class = member(&a, &["example.com/a"], false);
+        let (providers, watched) = watch::channel(Members::from([(Arc::from("a"), by_class)]));
+        let manager =
+            ControllerManager::with_providers(client.clone(), watched, Settings::default(), Metrics::default());
+        let stop = CancellationToken::new();
+        let running = tokio::spawn(manager.run(stop.clone(), Readiness::default()));
+        until("the classy load balancer", || a.load_balancer("team-a/classy").is_some()).await;
+        let asked = |verb: &str| api.requests().get(verb, "namespaces");
+        assert_eq!((asked("list"), asked("watch")), (0, 0), "no provider picks by namespace");
+        assert_eq!(a.load_balancer("team-a/web"), None, "no class: a does not serve it");
+
+        providers.send_modify(|members| {
+            let by_namespace = for_tenants(&a, &["a"]);
+            let classes = ["example.com/a".to_owned()].into();
+            let serves = Serves { load_balancer_classes: classes, nodes: false, ..by_namespace.serves };
+            *members.get_mut("a").unwrap() = Member { serves, ..by_namespace };
+        });
+        until("team-a's load balancer", || a.load_balancer("team-a/web").is_some()).await;
+        assert!(asked("list") >= 1, "{:?}", api.requests());
+
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(20), running).await.unwrap().unwrap().unwrap();
+    }
+
     #[tokio::test]
     async fn a_service_moved_to_another_class_is_deleted_by_the_old_provider_then_ensured_by_the_new() {
         let api = ApiServer::start().await.unwrap();

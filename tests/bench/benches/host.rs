@@ -3,8 +3,9 @@
 //! through the fake provider component against the same provider compiled
 //! natively; a call's cost beside the size of the provider's configuration
 //! (set-up runs once, not per call); update-load-balancer with 100 and 5000
-//! nodes to a provider that reads only their provider IDs; memory per live
-//! instance.
+//! nodes to a provider that reads only their provider IDs; a call on a
+//! fresh instance against one on a kept instance, for the Rust and Go
+//! fakes; memory per live instance.
 
 #![allow(
     clippy::unwrap_used,
@@ -253,6 +254,17 @@ async fn ensure(engine: &Engine, node_count: usize) -> anyhow::Result<(Samples, 
     Ok((Samples::new(component), Samples::new(native_runs)))
 }
 
+/// `ensure-load-balancer` with 100 nodes through `component` (the fake in
+/// Rust or Go) given `kept_instances`, one call at a time.
+async fn on_kept_instances(engine: &Engine, component: &str, kept_instances: usize) -> anyhow::Result<Samples> {
+    let cloud = FakeCloud::start().await?;
+    let config = json!({"cloud": cloud.url(), "loadBalancerPool": ["198.18.0.0/16"]});
+    let limits = Limits { kept_instances, ..Limits::default() };
+    let handle = fakes::load(engine, component, config, Some(&cloud), limits).await?;
+    let (service, nodes) = (service(), NodeSet::of(nodes(100)));
+    fakes::timed(ENSURES, async || Ok(handle.ensure_load_balancer(&service, &nodes).await.map(drop)?)).await
+}
+
 fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     native::set_host(Arc::new(NativeHttp { client: reqwest::Client::new(), runtime: runtime.handle().clone() }));
@@ -318,6 +330,21 @@ fn main() -> anyhow::Result<()> {
                 micros(tier_up.on_baseline.p99()),
                 micros(tier_up.on_optimizing.median()),
                 micros(tier_up.on_optimizing.p99()),
+            );
+        }
+
+        println!("\n## A fresh instance per call against a kept one (ensure-load-balancer, 100 nodes, {ENSURES} calls)\n");
+        println!("| provider | fresh: median | p99 | kept: median | p99 | kept / fresh |\n|---|---|---|---|---|---|");
+        for component in ["provider-fake", "provider-fake-go"] {
+            let fresh = on_kept_instances(&engine, component, 0).await?;
+            let kept = on_kept_instances(&engine, component, 1).await?;
+            println!(
+                "| {component} | {} | {} | {} | {} | {:.2} |",
+                micros(fresh.median()),
+                micros(fresh.p99()),
+                micros(kept.median()),
+                micros(kept.p99()),
+                kept.median().as_secs_f64() / fresh.median().as_secs_f64()
             );
         }
 

@@ -1,9 +1,10 @@
 //! The watches the controllers share: one per kind of object the enabled
 //! controllers read (nodes always, since every controller reads them).
 //! They can start before the controllers are made, so that they fill while
-//! the providers load, and a replica waiting to lead keeps them warm. Once
-//! the caches are synced, every [`Watcher`] hears a replay of each cache
-//! and then each change, in order.
+//! the providers load, and a replica waiting to lead keeps them warm; the
+//! namespaces' starts only when a provider picks Services by namespace
+//! ([`OnDemand`]). Once the caches are synced, every [`Watcher`] hears a
+//! replay of each cache and then each change, in order.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -40,7 +41,22 @@ struct Watched<K: kube::Resource<DynamicType = ()> + 'static> {
     changes: Subscriptions<K>,
     /// Stops this watch alone.
     stop: CancellationToken,
+    /// Starts it, if it was made dormant.
+    start: OnDemand,
     asked: bool,
+}
+
+/// Starts a watch made dormant: until then it asks the API server nothing,
+/// and its cache stays empty and unlisted. Clones share it; starting twice
+/// is starting once.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OnDemand(CancellationToken);
+
+impl OnDemand {
+    /// Starts the watch, if it has not started.
+    pub(crate) fn start(&self) {
+        self.0.cancel();
+    }
 }
 
 /// The shared watches of the controllers `settings` enables, until the stop
@@ -58,9 +74,9 @@ pub struct Caches {
 
 impl Caches {
     /// Starts the watches the controllers `settings` enables read: nodes,
-    /// and Services and namespaces when the service controller is enabled.
-    /// Those no controller asks for once made are stopped then (see
-    /// [`Caches::stop_unasked`]).
+    /// and Services when the service controller is enabled, with the
+    /// namespaces' made dormant. Those no controller asks for once made are
+    /// stopped then (see [`Caches::stop_unasked`]).
     pub fn start(client: kube::Client, settings: &Settings, stop: CancellationToken) -> Self {
         let mut tasks = JoinSet::new();
         let (nodes, node_changes, watching_nodes) = NodeCache::watch(Api::all(client.clone()), stop.clone());
@@ -68,7 +84,7 @@ impl Caches {
         let mut caches = Caches { client, stop, nodes, node_changes, services: None, namespaces: None, tasks };
         if settings.controllers.contains(&ControllerName::Service) {
             caches.services = Some(watch(&caches.client, &caches.stop, &mut caches.tasks));
-            caches.namespaces = Some(watch(&caches.client, &caches.stop, &mut caches.tasks));
+            caches.namespaces = Some(dormant(&caches.client, &caches.stop, &mut caches.tasks));
         }
         caches
     }
@@ -83,9 +99,12 @@ impl Caches {
         ask(&mut self.services, &self.client, &self.stop, &mut self.tasks)
     }
 
-    /// The namespaces, watched from the first call if not already.
-    pub(crate) fn namespaces(&mut self) -> Store<Namespace> {
-        ask(&mut self.namespaces, &self.client, &self.stop, &mut self.tasks)
+    /// The namespaces, and what starts their watch: the asker starts it
+    /// when it needs them.
+    pub(crate) fn namespaces(&mut self) -> (Store<Namespace>, OnDemand) {
+        let store = ask(&mut self.namespaces, &self.client, &self.stop, &mut self.tasks);
+        let start = self.namespaces.as_ref().map(|watched| watched.start.clone()).unwrap_or_default();
+        (store, start)
     }
 
     /// Stops the watches started for controllers that do not run: those
@@ -145,7 +164,7 @@ fn ask<K>(
 where
     K: kube::Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    let watched = watched.get_or_insert_with(|| watch(client, stop, tasks));
+    let watched = watched.get_or_insert_with(|| dormant(client, stop, tasks));
     watched.asked = true;
     watched.store.clone()
 }
@@ -155,10 +174,28 @@ fn watch<K>(client: &kube::Client, stop: &CancellationToken, tasks: &mut JoinSet
 where
     K: kube::Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
+    let watched = dormant(client, stop, tasks);
+    watched.start.start();
+    watched
+}
+
+/// A watch of every `K` that starts when its [`OnDemand`] says, and runs
+/// until `stop` or its own stop.
+fn dormant<K>(client: &kube::Client, stop: &CancellationToken, tasks: &mut JoinSet<()>) -> Watched<K>
+where
+    K: kube::Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
     let own = stop.child_token();
     let (store, changes, watch) = informer(Api::<K>::all(client.clone()), own.clone(), |_| {});
-    tasks.spawn(watch);
-    Watched { store, changes, stop: own, asked: false }
+    let start = OnDemand::default();
+    let (starting, stopping) = (start.clone(), own.clone());
+    tasks.spawn(async move {
+        tokio::select! {
+            () = starting.0.cancelled() => watch.await,
+            () = stopping.cancelled() => {}
+        }
+    });
+    Watched { store, changes, stop: own, start, asked: false }
 }
 
 /// Hands each of `changes` to every one of `watchers`.
@@ -286,11 +323,17 @@ mod tests {
         let mut caches = Caches::start(api.client().await, &Settings::default(), CancellationToken::new());
         let services =
             caches.services.as_ref().map(|watched| watched.stop.clone()).expect("started for the service controller");
-        let namespaces = caches.namespaces();
+        let (namespaces, start) = caches.namespaces();
         caches.stop_unasked();
         assert!(services.is_cancelled() && caches.services.is_none(), "no controller asked for the Services");
         assert!(caches.namespaces.as_ref().is_some_and(|watched| !watched.stop.is_cancelled()));
+        caches.synced(false).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(api.requests().get("list", "namespaces"), 0, "asked for, not started");
+        assert!(namespaces.state().is_empty());
+        start.start();
         caches.synced(true).await.unwrap();
         assert!(namespaces.state().iter().any(|namespace| namespace.name_any() == "default"));
+        assert_eq!(api.requests().get("list", "namespaces"), 1, "{:?}", api.requests());
     }
 }

@@ -20,7 +20,7 @@ use super::key::ServiceKey;
 use super::node_changes::NodeChanges;
 use super::rules::PROVIDER_ANNOTATION;
 use super::{ServiceController, ServiceTriggers};
-use crate::framework::caches::Watcher;
+use crate::framework::caches::{OnDemand, Watcher};
 use crate::framework::config::ControllerName;
 use crate::framework::context::Context;
 use crate::framework::driver::Controller;
@@ -43,6 +43,8 @@ pub(crate) struct LaneTriggers {
     node_changes: Arc<Mutex<NodeChanges>>,
     /// Each namespace's labels, to tell which changed.
     namespaces: Arc<Mutex<NamespaceLabels>>,
+    /// Starts the namespaces' watch, once a provider picks by namespace.
+    watch_namespaces: OnDemand,
     /// The warnings given about Services, by Service and reason: each is
     /// given once, and again only after what it warned about cleared, so
     /// that re-lists do not repeat it.
@@ -73,34 +75,43 @@ impl Watcher for LaneTriggers {
     }
 
     /// Has the lanes reconsider the Services of a namespace whose labels
-    /// changed.
+    /// changed, and every Service once the namespaces are first listed.
     fn namespace(&self, change: &Change<Namespace>) {
         let relabelled = self.namespaces.lock().unwrap_or_else(PoisonError::into_inner).relabelled(change);
-        if let Some(name) = relabelled {
-            self.namespace_changed(&name);
+        match relabelled {
+            Some(Relabelled::One(name)) => self.namespace_changed(Some(&name)),
+            Some(Relabelled::All) => self.namespace_changed(None),
+            None => {}
         }
     }
 }
 
+/// Which namespaces' labels a change made known anew.
+#[derive(Debug, PartialEq, Eq)]
+enum Relabelled {
+    /// That one's, which changed.
+    One(String),
+    /// Every one's: they were listed for the first time.
+    All,
+}
+
 impl NamespaceLabels {
     /// Takes note of `change`: the namespace whose labels it changed, once
-    /// the namespaces were first listed.
-    fn relabelled(&mut self, change: &Change<Namespace>) -> Option<String> {
+    /// the namespaces were first listed, and all of them then, since what
+    /// was decided before did not know them.
+    fn relabelled(&mut self, change: &Change<Namespace>) -> Option<Relabelled> {
         match change {
             Change::Applied(namespace) => {
                 let name = namespace.metadata.name.clone().unwrap_or_default();
                 let current = namespace.metadata.labels.clone().unwrap_or_default();
                 let differs = self.labels.insert(name.clone(), current.clone()).is_none_or(|before| before != current);
-                (differs && self.listed).then_some(name)
+                (differs && self.listed).then_some(Relabelled::One(name))
             }
             Change::Deleted(namespace) => {
                 self.labels.remove(namespace.metadata.name.as_deref().unwrap_or_default());
                 None
             }
-            Change::Resynced => {
-                self.listed = true;
-                None
-            }
+            Change::Resynced => (!std::mem::replace(&mut self.listed, true)).then_some(Relabelled::All),
         }
     }
 }
@@ -116,6 +127,15 @@ impl LaneTriggers {
 
     fn remove(&self, provider: &str) {
         self.lanes.write().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(provider);
+    }
+
+    /// Decides by what `members` serve from now on, watching the namespaces
+    /// from when one picks Services by namespace.
+    fn set_roster<C>(&self, members: &Members<C>) {
+        self.roster.set(roster(members));
+        if self.roster.selects_namespaces() {
+            self.watch_namespaces.start();
+        }
     }
 
     /// Replaces the policy of `provider`'s lane, if it runs one.
@@ -148,14 +168,15 @@ impl LaneTriggers {
         self.roster.selects_namespaces()
     }
 
-    /// Has every lane reconsider the Services of `namespace`, whose labels
-    /// changed, when a provider picks Services by their namespace.
-    fn namespace_changed(&self, namespace: &str) {
+    /// Has every lane reconsider the Services of `namespace` (of every
+    /// namespace: `None`), whose labels changed, when a provider picks
+    /// Services by their namespace.
+    fn namespace_changed(&self, namespace: Option<&str>) {
         if !self.roster.selects_namespaces() {
             return;
         }
         for service in self.services.state() {
-            if service.metadata.namespace.as_deref() == Some(namespace) {
+            if namespace.is_none_or(|namespace| service.metadata.namespace.as_deref() == Some(namespace)) {
                 self.warn_if_outside(&service);
                 self.each(|triggers| triggers.reconsider(&service));
             }
@@ -249,12 +270,13 @@ pub(crate) struct ServiceLanes<C: Cloud> {
 
 impl<C: Cloud> ServiceLanes<C> {
     /// Lanes for the providers that serve load balancers, made but not
-    /// running, deciding by the labels of `namespaces`; they follow
+    /// running, deciding by the labels of `namespaces`, whose watch they
+    /// start once a provider picks Services by namespace; they follow
     /// `providers` once they run.
     pub(crate) fn new(
         base: Context<C>,
         services: Store<Service>,
-        namespaces: Store<Namespace>,
+        (namespaces, watch_namespaces): (Store<Namespace>, OnDemand),
         providers: watch::Receiver<Members<C>>,
     ) -> Self {
         let triggers = LaneTriggers {
@@ -265,12 +287,13 @@ impl<C: Cloud> ServiceLanes<C> {
             nodes: base.nodes.clone(),
             node_changes: Arc::default(),
             namespaces: Arc::default(),
+            watch_namespaces,
             warned: Arc::default(),
         };
         let members = providers.borrow().clone();
         let mut lanes =
             ServiceLanes { base, services, triggers, made: Vec::new(), running: BTreeMap::new(), providers };
-        lanes.triggers.roster.set(roster(&members));
+        lanes.triggers.set_roster(&members);
         for (name, member) in members.iter().filter(|(_, member)| member.serves.load_balancers()) {
             let lane = lanes.make(name, member);
             lanes.made.push((name.clone(), lane));
@@ -307,7 +330,7 @@ impl<C: Cloud> ServiceLanes<C> {
     /// providers gone, and has every lane reconsider every Service for
     /// what the providers now serve.
     fn follow(&mut self, members: &Members<C>, tasks: &mut JoinSet<Result<(), Stopped>>, stop: &CancellationToken) {
-        self.triggers.roster.set(roster(members));
+        self.triggers.set_roster(members);
         let serving = |name: &str| members.get(name).is_some_and(|member| member.serves.load_balancers());
         let gone: Vec<Arc<str>> = self.running.keys().filter(|name| !serving(name)).cloned().collect();
         for name in gone {
@@ -412,10 +435,11 @@ mod tests {
         };
         let mut seen = NamespaceLabels::default();
         assert_eq!(seen.relabelled(&namespace(&[("tier", "gold")])), None, "listing is no change");
-        assert_eq!(seen.relabelled(&Change::Resynced), None);
+        assert_eq!(seen.relabelled(&Change::Resynced), Some(Relabelled::All), "the first list tells of them all");
+        assert_eq!(seen.relabelled(&Change::Resynced), None, "a list after it is no change");
         assert_eq!(seen.relabelled(&namespace(&[("tier", "gold")])), None, "the same labels again");
-        assert_eq!(seen.relabelled(&namespace(&[("tier", "silver")])), Some("team-a".to_owned()));
-        assert_eq!(seen.relabelled(&namespace(&[])), Some("team-a".to_owned()), "a label removed");
+        assert_eq!(seen.relabelled(&namespace(&[("tier", "silver")])), Some(Relabelled::One("team-a".to_owned())));
+        assert_eq!(seen.relabelled(&namespace(&[])), Some(Relabelled::One("team-a".to_owned())), "a label removed");
     }
 
     #[tokio::test]
@@ -424,7 +448,12 @@ mod tests {
         let members =
             Members::from([(Arc::from("a"), member(&env.cloud, true)), (Arc::from("b"), member(&env.cloud, false))]);
         let (_, providers) = watch::channel(members);
-        let lanes = ServiceLanes::new(env.context(), env.services(), Writer::default().as_reader(), providers);
+        let lanes = ServiceLanes::new(
+            env.context(),
+            env.services(),
+            (Writer::default().as_reader(), OnDemand::default()),
+            providers,
+        );
         let triggers = lanes.triggers.clone();
         let ensured = Service::test("web").recorded_as("a").with_annotations(&[(PROVIDER_ANNOTATION, "a")]);
         let mislabelled = ensured.clone().with_annotations(&[(PROVIDER_ANNOTATION, "b")]);
