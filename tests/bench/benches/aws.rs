@@ -307,6 +307,7 @@ fn report_actions(run: &Run) {
 }
 
 fn main() -> anyhow::Result<()> {
+    wasm_ccm_tests::install_crypto_provider();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let dir = std::env::temp_dir().join(format!("wasm-ccm-bench-aws-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

@@ -266,6 +266,7 @@ async fn on_kept_instances(engine: &Engine, component: &str, kept_instances: usi
 }
 
 fn main() -> anyhow::Result<()> {
+    wasm_ccm_tests::install_crypto_provider();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     native::set_host(Arc::new(NativeHttp { client: reqwest::Client::new(), runtime: runtime.handle().clone() }));
     runtime.block_on(async {

@@ -234,9 +234,7 @@ impl EchoServer {
     /// # Errors
     /// When no port can be bound or the certificate is refused.
     pub async fn start_tls(tls: &LoopbackTls) -> std::io::Result<Self> {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        crate::install_crypto_provider();
         let config =
             RustlsConfig::from_pem(tls.certificate_pem.clone().into_bytes(), tls.key_pem.clone().into_bytes()).await?;
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;

@@ -51,6 +51,14 @@ pub fn engine() -> Engine {
         .clone()
 }
 
+/// Makes ring rustls's crypto provider, as the `wasm-ccm` binary does, for
+/// the TLS clients and servers of the tests and benchmarks.
+pub fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// Logs to the test's output when `RUST_LOG` asks for it.
 pub fn init_logging() {
     let _ = tracing_subscriber::fmt()

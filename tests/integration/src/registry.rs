@@ -332,9 +332,7 @@ impl Registry {
     }
 
     fn raw_client(&self) -> anyhow::Result<oci_client::Client> {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        crate::install_crypto_provider();
         let config = ClientConfig {
             protocol: if self.settings.tls { ClientProtocol::Https } else { ClientProtocol::Http },
             extra_root_certificates: self
