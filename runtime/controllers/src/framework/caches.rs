@@ -96,15 +96,16 @@ impl Caches {
 
     /// The Services, watched from the first call if not already.
     pub(crate) fn services(&mut self) -> Store<Service> {
-        ask(&mut self.services, &self.client, &self.stop, &mut self.tasks)
+        let watched = ask(&mut self.services, &self.client, &self.stop, &mut self.tasks);
+        watched.start.start();
+        watched.store.clone()
     }
 
     /// The namespaces, and what starts their watch: the asker starts it
     /// when it needs them.
     pub(crate) fn namespaces(&mut self) -> (Store<Namespace>, OnDemand) {
-        let store = ask(&mut self.namespaces, &self.client, &self.stop, &mut self.tasks);
-        let start = self.namespaces.as_ref().map(|watched| watched.start.clone()).unwrap_or_default();
-        (store, start)
+        let watched = ask(&mut self.namespaces, &self.client, &self.stop, &mut self.tasks);
+        (watched.store.clone(), watched.start.clone())
     }
 
     /// Stops the watches started for controllers that do not run: those
@@ -154,19 +155,19 @@ impl Caches {
     }
 }
 
-/// The store of `watched`, started now if it was not, marked asked for.
-fn ask<K>(
-    watched: &mut Option<Watched<K>>,
+/// `watched`, made dormant now if it was not made, marked asked for.
+fn ask<'a, K>(
+    watched: &'a mut Option<Watched<K>>,
     client: &kube::Client,
     stop: &CancellationToken,
     tasks: &mut JoinSet<()>,
-) -> Store<K>
+) -> &'a Watched<K>
 where
     K: kube::Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     let watched = watched.get_or_insert_with(|| dormant(client, stop, tasks));
     watched.asked = true;
-    watched.store.clone()
+    watched
 }
 
 /// Starts watching every `K`, until `stop` or the watch's own stop.

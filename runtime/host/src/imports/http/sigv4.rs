@@ -71,11 +71,11 @@ pub(crate) fn self_signed(
     credentials: &Credentials,
     url: &Url,
 ) -> Result<Option<AwsSigv4>, SigningError> {
-    let sealed: Vec<&str> = credentials.sealed_for(Role::AwsSecretAccessKey, url).collect();
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
     let Some(authorization) = header("authorization").and_then(|value| value.strip_prefix(ALGORITHM)) else {
         return Ok(None);
     };
+    let sealed: Vec<&str> = credentials.sealed_for(Role::AwsSecretAccessKey, url).collect();
     let secret_access_key = match sealed[..] {
         [] => return Ok(None),
         [one] => one.to_owned(),
